@@ -1,0 +1,92 @@
+"""Demo tools: harmless, and visible in the DemoAction table, so a person can see an approved
+action happen and a rejected one not."""
+
+from typing import Any
+
+from agents.models import DemoAction
+from agents.runtime.tools import BLOCKING, ToolContext, ToolError, registry
+
+
+def _note(context: ToolContext, tool: str, args: dict[str, Any], summary: str) -> str:
+    DemoAction.objects.create(thread_id=context.run, tool=tool, arguments=args, summary=summary)
+    return summary
+
+
+@registry.tool(
+    "delete_records",
+    description="Delete records from a table (demo: writes what it would delete to the demo log).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "table": {"type": "string", "minLength": 1},
+            "count": {"type": "integer", "minimum": 1, "maximum": 100000},
+        },
+        "required": ["table", "count"],
+        "additionalProperties": False,
+    },
+)
+def delete_records(args: dict[str, Any], context: ToolContext) -> str:
+    return _note(context, "delete_records", args, f"Deleted {args['count']} records from {args['table']}.")
+
+
+@registry.tool(
+    "lookup_account",
+    description="Look up a bank account's holder and balance.",
+    input_schema={
+        "type": "object",
+        "properties": {"account": {"type": "string", "minLength": 1}},
+        "required": ["account"],
+        "additionalProperties": False,
+    },
+)
+def lookup_account(args: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+    account = args["account"]
+    if account.startswith("closed"):
+        raise ToolError(f"Account {account} is closed.")
+    return {"account": account, "holder": f"Holder of {account}", "balance": 1250.00, "currency": "EUR"}
+
+
+@registry.tool(
+    "transfer_funds",
+    description="Transfer money between two accounts.",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "from_account": {"type": "string", "minLength": 1},
+            "to_account": {"type": "string", "minLength": 1},
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1000000},
+            "currency": {"type": "string", "enum": ["EUR", "USD", "GBP"]},
+        },
+        "required": ["from_account", "to_account", "amount"],
+        "additionalProperties": False,
+    },
+    execution_mode=BLOCKING,
+    timeout=600,
+)
+def transfer_funds(args: dict[str, Any], context: ToolContext) -> str:
+    currency = args.get("currency", "EUR")
+    return _note(
+        context,
+        "transfer_funds",
+        args,
+        f"Transferred {args['amount']} {currency} from {args['from_account']} to {args['to_account']}.",
+    )
+
+
+@registry.tool(
+    "send_email",
+    description="Send an email (demo: writes it to the demo log).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "to": {"type": "string", "minLength": 3},
+            "subject": {"type": "string"},
+            "body": {"type": "string"},
+        },
+        "required": ["to", "subject"],
+        "additionalProperties": False,
+    },
+    execution_mode=BLOCKING,
+)
+def send_email(args: dict[str, Any], context: ToolContext) -> str:
+    return _note(context, "send_email", args, f"Sent '{args['subject']}' to {args['to']}.")

@@ -1,0 +1,1 @@
+"""The agent runtime: plain Python, no database; the models and tasks wrap it."""

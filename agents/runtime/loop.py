@@ -1,0 +1,279 @@
+"""The agent loop: run one frame until it needs someone (see seeds/interactive-agents-stack.md)."""
+
+import contextlib
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from agents.runtime import messages as msgs
+from agents.runtime.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
+from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+COMPLETE_TOOL = "complete"
+
+
+@dataclass
+class Frame:
+    """One paused or running agent: everything needed to resume it anywhere."""
+
+    agent_name: str
+    agent_type: str  # main | skill | agent
+    messages: list[dict[str, Any]]
+    system_prompt: str = ""
+    model: str = "scripted"
+    tools: list[str] = field(default_factory=list)
+    tool_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    iteration: int = 0
+    max_iterations: int = 10
+    parent_tool_use_id: str | None = None
+    max_tokens: int = 4096
+    key: Any = None  # the stored frame's primary key, when there is one
+
+
+@dataclass
+class Decision:
+    """A person's (or the clock's) answer to a blocking call."""
+
+    status: str  # approved | rejected | timed_out | cancelled
+    approved: bool
+    reason: str = ""
+    modified_args: dict[str, Any] | None = None
+    response: str | None = None
+    decided_by: str | None = None  # a username; None when the deadline decided
+
+
+class TurnAction(StrEnum):
+    SEND_TEXT = "send_text"
+    COMPLETE = "complete"
+    CHILD_ACTIVATED = "child_activated"
+    SUSPENDED = "suspended"
+    MAX_ITERATIONS = "max_iterations"
+    ERROR = "error"
+
+
+@dataclass
+class BlockingCall:
+    tool_use_id: str
+    tool: Tool
+    input: dict[str, Any]
+    preceding_text: str = ""
+
+
+@dataclass
+class TurnResult:
+    action: TurnAction
+    text: str = ""
+    child_frame: Frame | None = None
+    blocking: list[BlockingCall] = field(default_factory=list)
+
+
+class Hooks:
+    """Where the engine persists and observes a turn; the default does nothing."""
+
+    def llm_responded(self, frame: Frame, response: LLMResponse) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Iterator[None]:
+        """Wraps one tool's run and the recording of its result (a transaction, in the engine)."""
+        yield
+
+    def tool_result(
+        self, frame: Frame, tool_use: dict[str, Any], content: str, is_error: bool, **extra: Any
+    ) -> None:
+        pass
+
+
+def decision_result(call: dict[str, Any], tool: Tool, decision: Decision) -> tuple[str, bool] | None:
+    """The tool_result a decision gives by itself, or None when the tool should now run."""
+    who = decision.decided_by or "the reviewer"
+    if decision.status == "timed_out" and not decision.approved:
+        waited = f" within {tool.timeout} seconds" if tool.timeout else ""
+        return (
+            f"No reviewer decided on {tool.name}{waited}; the call was rejected automatically.",
+            True,
+        )
+    if decision.status == "cancelled":
+        return (f"The run was cancelled by {who}; {tool.name} did not run.", True)
+    if not decision.approved:
+        reason = decision.reason.strip() or "no reason given"
+        return (f"Rejected by {who}: {reason}. {tool.name} did not run.", True)
+    if tool.kind == "input":
+        return (decision.response or "", False)
+    if tool.func is None:  # displayConfirmation: the decision is the result
+        answer: dict[str, Any] = {"approved": True, "decided_by": who}
+        if decision.status == "timed_out":
+            answer["approved_automatically"] = True
+        if decision.reason:
+            answer["reason"] = decision.reason
+        return (json.dumps(answer), False)
+    return None
+
+
+def execute_turn(
+    frame: Frame,
+    *,
+    llm: LLMProvider,
+    tools: ToolRegistry,
+    hooks: Hooks | None = None,
+    decisions: dict[str, Decision] | None = None,
+    user_message: str | None = None,
+    tool_result: tuple[str, str, bool] | None = None,
+    run: Any = None,
+) -> TurnResult:
+    """Run `frame` until it answers with text, completes, pushes a child, suspends or fails.
+
+    It starts from the unresolved tool uses of the last assistant message, if any, so a
+    resumed frame never runs a tool twice. `decisions` answers blocking calls by tool_use id.
+    """
+    hooks = hooks or Hooks()
+    decisions = decisions or {}
+    if user_message is not None:
+        msgs.add_user_text(frame.messages, user_message)
+        frame.iteration = 0
+    elif tool_result is not None:
+        msgs.add_tool_result(frame.messages, *tool_result)
+    available = tools.effective(frame.tools, frame.tool_overrides)
+    if frame.agent_type != "main":
+        complete = tools.get(COMPLETE_TOOL)
+        if complete is not None:
+            available[COMPLETE_TOOL] = complete
+
+    while True:
+        pending = msgs.unresolved_tool_uses(frame.messages)
+        if not pending:
+            if frame.iteration >= frame.max_iterations:
+                return TurnResult(
+                    TurnAction.MAX_ITERATIONS,
+                    text=(
+                        f"Agent '{frame.agent_name}' stopped: it reached its limit of "
+                        f"{frame.max_iterations} model calls without finishing."
+                    ),
+                )
+            frame.iteration += 1
+            request = LLMRequest(
+                agent_name=frame.agent_name,
+                model=frame.model,
+                system=frame.system_prompt,
+                messages=frame.messages,
+                tools=[t.api_schema() for t in available.values()],
+                max_tokens=frame.max_tokens,
+            )
+            try:
+                response = llm.complete(request)
+            except LLMError as e:
+                return TurnResult(TurnAction.ERROR, text=str(e))
+            frame.messages.append({"role": "assistant", "content": response.content})
+            hooks.llm_responded(frame, response)
+            pending = msgs.tool_uses(response.content)
+            if not pending:
+                return TurnResult(TurnAction.SEND_TEXT, text=msgs.text_of(response.content))
+
+        assistant = frame.messages[msgs.last_assistant_index(frame.messages)]["content"]
+        for position, use in enumerate(pending):
+            if use["name"] == COMPLETE_TOOL and COMPLETE_TOOL in available:
+                return TurnResult(TurnAction.COMPLETE, text=str(use["input"].get("result", "")))
+            tool = available.get(use["name"])
+            if tool is None:
+                _record(frame, hooks, use, f"Unknown tool '{use['name']}'.", True)
+                continue
+            if tool.blocking and use["id"] not in decisions:
+                errors = tool.validate(use["input"])
+                if errors:
+                    _record(frame, hooks, use, _invalid(tool, errors), True)
+                    continue
+                group = _blocking_group(pending[position:], available, decisions, assistant)
+                return TurnResult(TurnAction.SUSPENDED, blocking=group)
+            decision = decisions.get(use["id"])
+            args = use["input"]
+            note = ""
+            if decision is not None:
+                given = decision_result(use, tool, decision)
+                if given is not None:
+                    _record(frame, hooks, use, given[0], given[1], decision=decision)
+                    continue
+                if decision.modified_args is not None:
+                    args = decision.modified_args
+                    note = (
+                        f"Note: {decision.decided_by or 'the reviewer'} edited the arguments "
+                        f"before approving; it ran with {json.dumps(args)}.\n"
+                    )
+            try:
+                _run(frame, hooks, use, tool, args, note, run, decision)
+            except ChildActivated as activated:
+                return TurnResult(TurnAction.CHILD_ACTIVATED, child_frame=activated.child_frame)
+
+
+def _invalid(tool: Tool, errors: dict[str, str]) -> str:
+    listed = "; ".join(f"{k or 'input'}: {v}" for k, v in errors.items())
+    return f"Invalid input for {tool.name}: {listed}"
+
+
+def _blocking_group(
+    rest: list[dict[str, Any]],
+    available: dict[str, Tool],
+    decisions: dict[str, Decision],
+    assistant: list[dict[str, Any]],
+) -> list[BlockingCall]:
+    """Every undecided, valid blocking call left in the message: one group, decided side by side."""
+    group = []
+    for use in rest:
+        tool = available.get(use["name"])
+        if tool is None or not tool.blocking or use["id"] in decisions:
+            continue
+        if tool.validate(use["input"]):
+            continue
+        group.append(
+            BlockingCall(
+                tool_use_id=use["id"],
+                tool=tool,
+                input=use["input"],
+                preceding_text=msgs.text_before(assistant, use["id"]),
+            )
+        )
+    return group
+
+
+def _record(
+    frame: Frame,
+    hooks: Hooks,
+    use: dict[str, Any],
+    content: str,
+    is_error: bool,
+    **extra: Any,
+) -> None:
+    with hooks.tool_scope(frame, use):
+        msgs.add_tool_result(frame.messages, use["id"], content, is_error)
+        hooks.tool_result(frame, use, content, is_error, **extra)
+
+
+def _run(
+    frame: Frame,
+    hooks: Hooks,
+    use: dict[str, Any],
+    tool: Tool,
+    args: dict[str, Any],
+    note: str,
+    run: Any,
+    decision: Decision | None,
+) -> None:
+    with hooks.tool_scope(frame, use):
+        errors = tool.validate(args)
+        if errors:
+            content, is_error = _invalid(tool, errors), True
+        else:
+            try:
+                content, is_error = tool.run(args, ToolContext(use["id"], frame, run)), False
+            except ToolError as e:
+                content, is_error = str(e), True
+            except Exception as e:
+                log.exception("tool %s failed", tool.name)
+                content, is_error = f"Tool {tool.name} failed: {type(e).__name__}: {e}", True
+        content = note + content
+        msgs.add_tool_result(frame.messages, use["id"], content, is_error)
+        hooks.tool_result(frame, use, content, is_error, decision=decision, args=args)

@@ -1,0 +1,191 @@
+"""Tools: their declaration, the registry, per-agent overrides and the built-ins."""
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+IMMEDIATE = "immediate"
+BLOCKING = "blocking"
+EXECUTION_MODES = (IMMEDIATE, BLOCKING)
+ON_TIMEOUT = ("reject", "approve")
+CONFIRMATION = "confirmation"
+INPUT = "input"
+
+
+class ToolError(Exception):
+    """Raised by a tool to hand the model an error result with this message."""
+
+
+class ChildActivated(BaseException):  # noqa: N818 - the seed's name for the signal
+    """Raised by a tool that pushes a child frame.
+
+    A BaseException so that it passes through the generic `except Exception` of tool
+    dispatch; the loop catches it by name and returns CHILD_ACTIVATED.
+    """
+
+    def __init__(self, child_frame: Any) -> None:
+        super().__init__(child_frame)
+        self.child_frame = child_frame
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may know about the call."""
+
+    tool_use_id: str
+    frame: Any
+    run: Any = None  # the caller's handle on the run (the thread's id in the engine)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    func: Callable[[dict[str, Any], ToolContext], Any] | None = None
+    execution_mode: str = IMMEDIATE
+    timeout: int | None = None  # seconds a blocking call waits for a decision
+    on_timeout: str = "reject"
+    kind: str = CONFIRMATION  # what a blocking call asks of a person: a yes/no or an answer
+
+    def __post_init__(self) -> None:
+        if self.execution_mode not in EXECUTION_MODES:
+            raise ValueError(f"{self.name}: execution_mode must be one of {EXECUTION_MODES}")
+        if self.on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"{self.name}: on_timeout must be one of {ON_TIMEOUT}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"{self.name}: timeout must be a positive number of seconds")
+        try:
+            Draft202012Validator.check_schema(self.input_schema)
+        except SchemaError as e:
+            raise ValueError(f"{self.name}: invalid input_schema: {e.message}") from e
+
+    @property
+    def blocking(self) -> bool:
+        return self.execution_mode == BLOCKING
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Tool":
+        allowed = {"execution_mode", "timeout", "on_timeout", "description"}
+        unknown = set(overrides) - allowed
+        if unknown:
+            raise ValueError(f"{self.name}: unknown override(s) {sorted(unknown)}")
+        return dataclasses.replace(self, **overrides)
+
+    def api_schema(self) -> dict[str, Any]:
+        """The tool as the Messages API's `tools` parameter wants it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+    def validate(self, args: Any) -> dict[str, str]:
+        """Field errors of `args` against the input schema, keyed by the field's path."""
+        if not isinstance(args, dict):
+            return {"": "arguments must be a JSON object"}
+        errors: dict[str, str] = {}
+        for error in Draft202012Validator(self.input_schema).iter_errors(args):
+            path = ".".join(str(p) for p in error.absolute_path)
+            if not path and error.validator == "required":
+                # "'amount' is a required property" names the field in the message only.
+                path = error.message.split("'")[1] if "'" in error.message else ""
+            errors.setdefault(path, error.message)
+        return errors
+
+    def run(self, args: dict[str, Any], context: ToolContext) -> str:
+        if self.func is None:
+            raise ToolError(f"{self.name} has no implementation")
+        result = self.func(args, context)
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+
+@dataclass
+class ToolRegistry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def register(self, tool: Tool) -> Tool:
+        self.tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def effective(self, names: list[str], overrides: dict[str, dict[str, Any]]) -> dict[str, Tool]:
+        """The tools an agent may call, with its overrides applied; unknown names are skipped."""
+        result = {}
+        for name in names:
+            tool = self.tools.get(name)
+            if tool is not None:
+                result[name] = tool.with_overrides(overrides.get(name, {}))
+        return result
+
+    def tool(
+        self,
+        name: str,
+        *,
+        description: str,
+        input_schema: dict[str, Any],
+        execution_mode: str = IMMEDIATE,
+        timeout: int | None = None,
+        on_timeout: str = "reject",
+        kind: str = CONFIRMATION,
+    ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
+        """Declare a tool from a function of (args, context):
+
+        @registry.tool("lookup_account", description="...", input_schema={...})
+        def lookup_account(args, context): ...
+        """
+
+        def decorate(func: Callable[[dict[str, Any], ToolContext], Any]) -> Tool:
+            return self.register(
+                Tool(
+                    name=name,
+                    description=description,
+                    input_schema=input_schema,
+                    func=func,
+                    execution_mode=execution_mode,
+                    timeout=timeout,
+                    on_timeout=on_timeout,
+                    kind=kind,
+                )
+            )
+
+        return decorate
+
+
+registry = ToolRegistry()
+
+registry.register(
+    Tool(
+        name="displayConfirmation",
+        description=(
+            "Ask a human reviewer to confirm an action before you take it. Returns whether "
+            "they approved, and their reason. Call it before any irreversible action."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "description": "What you are about to do"},
+                "details": {"type": "string", "description": "Anything the reviewer should know"},
+            },
+            "required": ["action"],
+        },
+        execution_mode=BLOCKING,
+        kind=CONFIRMATION,
+    )
+)
+
+registry.register(
+    Tool(
+        name="ask_user",
+        description="Ask the user a question and wait for the answer.",
+        input_schema={
+            "type": "object",
+            "properties": {"question": {"type": "string"}},
+            "required": ["question"],
+        },
+        execution_mode=BLOCKING,
+        kind=INPUT,
+    )
+)

@@ -1,0 +1,64 @@
+"""Who is calling: a session (browsers, with CSRF) or a bearer token (clients)."""
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser
+from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from approvals.http import error
+from approvals.models import ApiToken, digest
+
+def token_user(request: HttpRequest) -> Any:
+    """The token's user, None for a bad token, AnonymousUser when no token was sent."""
+    header = request.headers.get("Authorization", "")
+    if not header:
+        return AnonymousUser()
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    token = ApiToken.objects.select_related("user").filter(digest=digest(raw.strip())).first()
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def _csrf_failure(request: HttpRequest) -> HttpResponse | None:
+    check = CsrfViewMiddleware(lambda r: HttpResponse())
+    check.process_request(request)
+    return check.process_view(request, None, (), {})
+
+
+def api(methods: list[str], perm: str | None = None) -> Callable:
+    """An API view: JSON errors, the caller authenticated and authorized before the view runs."""
+
+    def decorate(view: Callable) -> Callable:
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            user = token_user(request)
+            if user is None:
+                return error(401, "unauthenticated", "The bearer token is not valid.")
+            if user.is_authenticated:
+                request.user = user
+            elif request.user.is_authenticated:
+                if request.method not in ("GET", "HEAD", "OPTIONS") and _csrf_failure(request):
+                    return error(403, "csrf_failed", "CSRF verification failed; send the X-CSRFToken header.")
+            else:
+                return error(401, "unauthenticated", "Log in, or send Authorization: Bearer <token>.")
+            if request.method not in methods:
+                return error(405, "method_not_allowed", f"Use {' or '.join(methods)}.")
+            if perm and not request.user.has_perm(perm):
+                return error(403, "forbidden", "You do not have permission to do this.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,83 @@
+"""The events socket: subscribe, replay from the Event table, then stream (invariant 5).
+
+The channel layer is only a wake-up; with none configured the consumer tails the table.
+A consumer never writes state.
+"""
+
+import asyncio
+import contextlib
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from agents.events import EVENTS_GROUP
+from agents.models import Event
+
+BATCH = 500
+TAIL_INTERVAL = 0.1
+HEARTBEAT_INTERVAL = 20
+
+
+class EventConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)
+            return
+        if not await database_sync_to_async(user.has_perm)("agents.view_thread"):
+            await self.close(code=4403)
+            return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
+        after = (query.get("after") or ["0"])[0]
+        self.cursor = int(after) if after.isdigit() else 0
+        self.lock = asyncio.Lock()
+        self.tasks: list[asyncio.Task] = []
+        await self.accept()
+        # Subscribe first, then replay: a wake-up during the replay is not lost.
+        if self.channel_layer is not None:
+            await self.channel_layer.group_add(EVENTS_GROUP, self.channel_name)
+        await self.replay()
+        if self.channel_layer is None:
+            self.tasks.append(asyncio.create_task(self.tail()))
+        self.tasks.append(asyncio.create_task(self.heartbeat()))
+
+    async def disconnect(self, code: int) -> None:
+        for task in getattr(self, "tasks", []):
+            task.cancel()
+        if self.channel_layer is not None:
+            await self.channel_layer.group_discard(EVENTS_GROUP, self.channel_name)
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"type": "pong", "cursor": self.cursor})
+
+    async def events_wake(self, message: dict[str, Any]) -> None:
+        await self.replay()
+
+    async def replay(self) -> None:
+        async with self.lock:
+            while True:
+                rows = await self.fetch(self.cursor)
+                for row in rows:
+                    await self.send_json(row)
+                    self.cursor = row["id"]
+                if len(rows) < BATCH:
+                    return
+
+    @database_sync_to_async
+    def fetch(self, after: int) -> list[dict[str, Any]]:
+        rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")[:BATCH]
+        return [{**e.as_message(), "actor": e.actor.username if e.actor else None} for e in rows]
+
+    async def tail(self) -> None:
+        while True:
+            await asyncio.sleep(TAIL_INTERVAL)
+            await self.replay()
+
+    async def heartbeat(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(HEARTBEAT_INTERVAL)
+                await self.send_json({"type": "heartbeat", "cursor": self.cursor})

@@ -1,0 +1,40 @@
+"""JSON answers and request parsing shared by the API views."""
+
+import json
+import uuid
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+
+
+class BadRequest(Exception):
+    def __init__(self, detail: str, fields: dict[str, str] | None = None, code: str = "invalid") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.fields = fields
+        self.code = code
+
+
+def error(status: int, code: str, detail: str, fields: dict[str, str] | None = None, **extra: Any) -> JsonResponse:
+    body: dict[str, Any] = {"error": code, "detail": detail}
+    if fields:
+        body["fields"] = fields
+    body.update(extra)
+    return JsonResponse(body, status=status)
+
+
+def json_body(request: HttpRequest) -> dict[str, Any]:
+    try:
+        data = json.loads(request.body or b"")
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"The body is not valid JSON: {e}", code="invalid_json") from e
+    if not isinstance(data, dict):
+        raise BadRequest("The body must be a JSON object.", code="invalid_json")
+    return data
+
+
+def parse_uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except (ValueError, TypeError):
+        return None
