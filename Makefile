@@ -1,0 +1,57 @@
+# `make run` starts the gateway; `make test` runs every test. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The PostgreSQL + Redis setup the second half of `make test` runs against.
+TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+
+.PHONY: setup system-packages run test test-embedded test-postgres lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# Chromium drives the browser tests; jq is used by the README's walk-through.
+system-packages:
+	@if ! command -v chromium >/dev/null || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
+		echo "Installing chromium, jq and curl with apt-get"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium jq curl fonts-liberation >/dev/null; \
+	fi
+
+setup: $(STAMP) system-packages
+
+run: setup
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py load_agents demo/agents.yaml
+	@echo "-- Demo reviewer (log in on the page; the token is for the API) --"
+	@$(PY) manage.py demo_reviewer
+	$(PY) manage.py serve
+
+test: setup
+	$(MAKE) --no-print-directory test-embedded
+	$(MAKE) --no-print-directory test-postgres
+
+# The embedded default: SQLite, the filesystem broker, sockets tailing the Event table.
+test-embedded:
+	env -u DATABASE_URL -u REDIS_URL $(PY) -m pytest
+
+# PostgreSQL + Redis. In CI a missing service is a failure; elsewhere it is said and skipped.
+test-postgres:
+	@if ! $(PY) -c "import psycopg, redis; psycopg.connect('$(TEST_DATABASE_URL)'.rsplit('/', 1)[0] + '/postgres', connect_timeout=3).close(); redis.Redis.from_url('$(TEST_REDIS_URL)', socket_timeout=3).ping()"; then \
+		if [ "$${CI:-}" = "true" ]; then echo "PostgreSQL or Redis is not reachable; CI needs both" >&2; exit 1; fi; \
+		echo "PostgreSQL or Redis is not reachable: skipping the PostgreSQL + Redis half of the tests"; \
+	else \
+		DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest; \
+	fi
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) var test-artifacts

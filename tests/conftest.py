@@ -1,0 +1,171 @@
+"""Shared fixtures: the three users, an API client, a real Celery worker, and waiting helpers.
+
+The setup under test comes from the environment, as in production: with DATABASE_URL and
+REDIS_URL the tests use PostgreSQL and Redis, and fail loudly when either is down; without
+them, the embedded default (SQLite file, filesystem broker, sockets tailing the Event table).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll until `predicate()` is truthy; fail with `what` when it never is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def users(db: Any) -> dict[str, Any]:
+    """A reviewer, a teammate (also a reviewer), an outsider with no access, and an admin."""
+    from django.contrib.auth.models import Group, User
+
+    from approvals.permissions import REVIEWERS
+
+    group = Group.objects.get(name=REVIEWERS)
+    made = {}
+    for name in ("alice", "bob", "mallory"):
+        user = User.objects.create_user(name, password=f"{name}-password-1")
+        if name != "mallory":
+            user.groups.add(group)
+        made[name] = user
+    made["admin"] = User.objects.create_superuser("admin", password="admin-password-1")
+    return {"reviewer": made["alice"], "teammate": made["bob"], "outsider": made["mallory"], "admin": made["admin"]}
+
+
+class Api:
+    """Calls the JSON API in-process with a bearer token, as a client would."""
+
+    def __init__(self, user: Any = None) -> None:
+        from django.test import Client
+
+        self.client = Client()
+        self.headers: dict[str, str] = {}
+        if user is not None:
+            from approvals.models import ApiToken
+
+            _, raw = ApiToken.issue(user, "tests")
+            self.headers["Authorization"] = f"Bearer {raw}"
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(path, params, headers=self.headers)
+
+    def post(self, path: str, data: Any = None, raw: str | None = None) -> Any:
+        body = raw if raw is not None else json.dumps(data if data is not None else {})
+        return self.client.post(path, body, content_type="application/json", headers=self.headers)
+
+
+@pytest.fixture
+def api(users: dict[str, Any]) -> Callable[[str], Api]:
+    """api("reviewer") is that user's client; api(None) is anonymous."""
+    return lambda who: Api(users[who] if who else None)
+
+
+@pytest.fixture
+def load_agents(db: Any) -> Callable[[str], None]:
+    from agents.agentfiles import load, parse
+
+    def loader(text: str) -> None:
+        path = Path(tempfile.mkstemp(suffix=".yaml")[1])
+        path.write_text(text)
+        parse(text)
+        load([path])
+
+    return loader
+
+
+def worker_env() -> dict[str, str]:
+    """The environment a worker needs to share this test run's database and broker."""
+    from django.db import connection
+
+    env = dict(os.environ)
+    settings_dict = connection.settings_dict
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        env["DATABASE_URL"] = f"sqlite:///{settings_dict['NAME']}"
+    else:
+        user = settings_dict.get("USER") or ""
+        password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+        auth = f"{user}{password}@" if user else ""
+        env["DATABASE_URL"] = (
+            f"postgres://{auth}{settings_dict.get('HOST') or '127.0.0.1'}:"
+            f"{settings_dict.get('PORT') or 5432}/{settings_dict['NAME']}"
+        )
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+class WorkerProcess:
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen | None = None
+        self.count = 0
+
+    def start(self) -> None:
+        from django.conf import settings
+
+        self.count += 1
+        log = self.log_dir / f"worker-{self.count}.log"
+        self.log = log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "gateway", "worker", "-B", "-l", "info",
+             "-c", "2", "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
+             "-s", str(self.log_dir / "beat-schedule"), "--without-gossip", "--without-mingle",
+             "-n", f"test{self.count}@%h"],
+            cwd=ROOT,
+            env=worker_env(),
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for(lambda: "ready." in log.read_text() or self.proc.poll() is not None, timeout=60,
+                 what="the Celery worker to start")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited:\n{log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def worker_process(django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[WorkerProcess]:
+    with django_db_blocker.unblock():
+        process = WorkerProcess(tmp_path_factory.mktemp("worker"))
+        process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def worker(worker_process: WorkerProcess, transactional_db: Any) -> WorkerProcess:
+    """A real Celery worker (with beat) on this run's database and broker."""
+    if worker_process.proc is None or worker_process.proc.poll() is not None:
+        worker_process.start()
+    return worker_process
