@@ -26,7 +26,7 @@ system-packages:
 
 setup: $(STAMP) system-packages
 
-run: setup
+run: $(STAMP)
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py load_agents demo/agents.yaml
 	@echo "-- Demo reviewer (log in on the page; the token is for the API) --"

@@ -1,0 +1,119 @@
+"""The README's curl walk-through, run as written against a server started by `make run`."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, wait_for
+
+
+def walkthrough() -> str:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- walkthrough:.*?-->\n```sh\n(.*?)```", text, re.S)
+    assert match, "README.md has no walk-through block"
+    return match.group(1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def make_run(tmp_path: Path):
+    """`make run` on a fresh data folder (and a fresh PostgreSQL database in that setup)."""
+    port = free_port()
+    env = dict(os.environ)
+    run_id = uuid.uuid4().hex[:8]
+    env.update(
+        PORT=str(port),
+        GATEWAY_DATA_DIR=str(tmp_path / "data"),
+        GATEWAY_QUEUE=f"walkthrough-{run_id}",
+        GATEWAY_PREFIX=f"walkthrough{run_id}",
+    )
+    database = None
+    if os.environ.get("DATABASE_URL"):
+        import psycopg
+
+        base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
+        database = f"gw_walkthrough_{run_id}"
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {database}")
+        env["DATABASE_URL"] = f"{base}/{database}"
+    log = tmp_path / "make-run.log"
+    proc = subprocess.Popen(
+        ["make", "--no-print-directory", "run"],
+        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        wait_for(lambda: "Serving on" in log.read_text() or proc.poll() is not None, timeout=120,
+                 what="make run to print its URL")
+        assert proc.poll() is None, log.read_text()
+        wait_for(lambda: _answers(port), timeout=30, what="the server to answer")
+        yield proc, port, log
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if database:
+            import psycopg
+
+            time.sleep(0.5)
+            with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+class ReadmeTestCase:
+    def test_the_walkthrough_works_as_written(self, make_run) -> None:
+        proc, port, log = make_run
+        printed = log.read_text()
+        token = re.search(r"Token:\s+(gw_\S+)", printed).group(1)
+        login = re.search(r"Login:\s+(\S+) / (\S+)", printed)
+        assert login and login.group(1) == "reviewer"
+        assert f"http://127.0.0.1:{port}/" in printed
+
+        script = walkthrough()
+        script = script.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
+        script = script.replace("gw_paste_the_token_make_run_printed", token)
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        out = result.stdout
+        assert '"status": "suspended"' in out and '"tool": "transfer_funds"' in out
+        assert '"status": "completed"' in out and "The invoice is paid." in out
+        types = re.findall(r"^\d+ (\w+)$", out, re.M)
+        assert types == [
+            "THREAD_STARTED", "AGENT_MESSAGE", "TOOL_CALLED", "TOOL_RESULT", "AGENT_MESSAGE",
+            "TOOL_CALLED", "AGENT_SUSPENDED", "SUSPENSION_DECIDED", "AGENT_RESUMED", "TOOL_RESULT",
+            "AGENT_MESSAGE", "THREAD_COMPLETED",
+        ]
+
+    def test_ctrl_c_stops_the_server_the_worker_and_beat(self, make_run) -> None:
+        proc, port, log = make_run
+        children = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        assert len(children) >= 4  # make, serve, daphne, worker (+ its pool), beat
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        wait_for(lambda: not subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout,
+                 timeout=20, what="every process of make run to stop")
+        assert not _answers(port)
