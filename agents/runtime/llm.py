@@ -28,6 +28,7 @@ class LLMRequest:
 class LLMResponse:
     content: list[dict[str, Any]]
     stop_reason: str = "end_turn"
+    stop_detail: str = ""  # why the model refused, when it says
 
 
 class LLMProvider(Protocol):
@@ -83,8 +84,9 @@ def _last_result_failed(messages: list[dict[str, Any]]) -> bool:
     if not messages or messages[-1].get("role") != "user":
         return False
     content = messages[-1].get("content")
-    results = [b for b in content if b.get("type") == "tool_result"] if isinstance(content, list) else []
-    return any(b.get("is_error") for b in results)
+    if not isinstance(content, list):
+        return False
+    return any(b.get("type") == "tool_result" and b.get("is_error") for b in content)
 
 
 def _plain_block(block: Any) -> dict[str, Any]:
@@ -97,7 +99,12 @@ def _plain_block(block: Any) -> dict[str, Any]:
 
 
 class AnthropicProvider:
-    """Claude through the official SDK. `transport` lets tests answer the HTTP calls."""
+    """Claude through the official SDK. `transport` lets tests answer the HTTP calls.
+
+    A missing API key is reported by `complete`, not the constructor: the engine builds the
+    provider outside the turn, and only an LLMError raised inside the turn fails the thread
+    cleanly with its message.
+    """
 
     def __init__(
         self,
@@ -107,15 +114,29 @@ class AnthropicProvider:
         timeout: float = 120,
         transport: httpx2.BaseTransport | None = None,
     ) -> None:
+        self.attempts = 0  # HTTP requests the last `complete` sent, the SDK's retries included
+        self.client: anthropic.Anthropic | None = None
         if not api_key:
-            raise LLMError("ANTHROPIC_API_KEY is not set, so agents on Claude models cannot run.")
-        self.max_retries = max_retries
-        http_client = httpx2.Client(transport=transport) if transport is not None else None
+            return
+        options: dict[str, Any] = {"event_hooks": {"request": [self._count_attempt]}}
+        if transport is not None:
+            options["transport"] = transport
         self.client = anthropic.Anthropic(
-            api_key=api_key, max_retries=max_retries, timeout=timeout, http_client=http_client
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=anthropic.DefaultHttpxClient(**options),
         )
 
+    def _count_attempt(self, request: httpx2.Request) -> None:
+        self.attempts += 1
+
     def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.client is None:
+            raise LLMError(
+                f"Agent '{request.agent_name}' uses the Claude model '{request.model}', but "
+                "ANTHROPIC_API_KEY is not set."
+            )
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens,
@@ -125,23 +146,30 @@ class AnthropicProvider:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
+        self.attempts = 0
         try:
             response = self.client.messages.create(**params)
         except anthropic.APIStatusError as e:
             raise LLMError(
-                f"The Anthropic API answered {e.status_code} ({_error_type(e)}: {_error_message(e)})"
-                f" after {self.max_retries + 1} attempts."
+                f"The Anthropic API answered {e.status_code} ({_error_type(e)}: "
+                f"{_error_message(e)}) {self._after()}."
             ) from e
         except anthropic.APITimeoutError as e:
-            raise LLMError(
-                f"The Anthropic API did not answer in time after {self.max_retries + 1} attempts."
-            ) from e
+            raise LLMError(f"The Anthropic API did not answer in time {self._after()}.") from e
         except anthropic.APIConnectionError as e:
-            raise LLMError(
-                f"The Anthropic API could not be reached after {self.max_retries + 1} attempts: {e}"
-            ) from e
+            raise LLMError(f"The Anthropic API could not be reached {self._after()}: {e}") from e
+        except anthropic.AnthropicError as e:
+            raise LLMError(f"The Anthropic API call failed {self._after()}: {e}") from e
         content = [_plain_block(b) for b in response.content]
-        return LLMResponse(content=content, stop_reason=response.stop_reason or "end_turn")
+        details = response.stop_details
+        return LLMResponse(
+            content=content,
+            stop_reason=response.stop_reason or "end_turn",
+            stop_detail=(details.explanation or details.category or "") if details else "",
+        )
+
+    def _after(self) -> str:
+        return f"after {self.attempts} attempt{'s' if self.attempts != 1 else ''}"
 
 
 def _error_type(e: anthropic.APIStatusError) -> str:

@@ -15,6 +15,7 @@ from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, T
 log = logging.getLogger(__name__)
 
 COMPLETE_TOOL = "complete"
+PAUSE_TURN = "pause_turn"
 
 
 @dataclass
@@ -168,11 +169,22 @@ def execute_turn(
                 response = llm.complete(request)
             except LLMError as e:
                 return TurnResult(TurnAction.ERROR, text=str(e))
-            frame.messages.append({"role": "assistant", "content": response.content})
+            if frame.messages and frame.messages[-1].get("role") == "assistant":
+                # The previous answer was paused (pause_turn): this one continues the same turn.
+                frame.messages[-1]["content"] = msgs.blocks(frame.messages[-1]) + response.content
+            else:
+                frame.messages.append({"role": "assistant", "content": response.content})
             hooks.llm_responded(frame, response)
+            stopped = _stop_error(frame, response)
+            if stopped:
+                return TurnResult(TurnAction.ERROR, text=stopped)
+            if response.stop_reason == PAUSE_TURN:
+                continue
             pending = msgs.tool_uses(response.content)
             if not pending:
-                return TurnResult(TurnAction.SEND_TEXT, text=msgs.text_of(response.content))
+                # The whole message: after a pause_turn, the answer began in the paused part.
+                said = msgs.text_of(frame.messages[-1]["content"])
+                return TurnResult(TurnAction.SEND_TEXT, text=said)
 
         assistant = frame.messages[msgs.last_assistant_index(frame.messages)]["content"]
         for position, use in enumerate(pending):
@@ -207,6 +219,31 @@ def execute_turn(
                 _run(frame, hooks, use, tool, args, note, run, decision)
             except ChildActivated as activated:
                 return TurnResult(TurnAction.CHILD_ACTIVATED, child_frame=activated.child_frame)
+
+
+def _stop_error(frame: Frame, response: LLMResponse) -> str:
+    """Why the answer cannot be used, by its stop_reason; empty when it can.
+
+    end_turn, stop_sequence and tool_use answers are used as they are; pause_turn is sent back
+    to let the model continue. An answer cut off by a token limit may hold a tool call with
+    half its input, and its text is not the whole answer, so nothing of it runs. A refusal is
+    not an answer either.
+    """
+    name = frame.agent_name
+    if response.stop_reason == "max_tokens":
+        return (
+            f"Agent '{name}' stopped: the model's answer was cut off at its limit of "
+            f"{frame.max_tokens} output tokens (max_tokens in the agent file)."
+        )
+    if response.stop_reason == "model_context_window_exceeded":
+        return (
+            f"Agent '{name}' stopped: the conversation filled the model's context window, so "
+            "its answer was cut off."
+        )
+    if response.stop_reason == "refusal":
+        why = f": {response.stop_detail}" if response.stop_detail else ""
+        return f"Agent '{name}' stopped: the model declined to continue{why}."
+    return ""
 
 
 def _invalid(tool: Tool, errors: dict[str, str]) -> str:
