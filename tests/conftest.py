@@ -34,12 +34,14 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: floa
 
 
 @pytest.fixture
-def users(db: Any) -> dict[str, Any]:
+def users(db: Any, settings: Any) -> dict[str, Any]:
     """A reviewer, a teammate (also a reviewer), an outsider with no access, and an admin."""
     from django.contrib.auth.models import Group, User
 
     from approvals.permissions import REVIEWERS
 
+    # The production hasher is slow on purpose; four users a test would cost about a second.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     group = Group.objects.get(name=REVIEWERS)
     made = {}
     for name in ("alice", "bob", "mallory"):

@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ class ToolContext:
     tool_use_id: str
     frame: Any
     run: Any = None  # the caller's handle on the run (the thread's id in the engine)
+    agents: Any = None  # looks agents up by name (subagents.AgentResolver), for use_skill/use_agent
 
 
 @dataclass(frozen=True)
@@ -87,9 +89,21 @@ class Tool:
         errors: dict[str, str] = {}
         for error in Draft202012Validator(self.input_schema).iter_errors(args):
             path = ".".join(str(p) for p in error.absolute_path)
-            if not path and error.validator == "required":
+            if error.validator == "required":
                 # "'amount' is a required property" names the field in the message only.
-                path = error.message.split("'")[1] if "'" in error.message else ""
+                field_name = error.message.split("'")[1] if "'" in error.message else ""
+                path = ".".join(p for p in (path, field_name) if p)
+            elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+                # One message for all the extras; a reviewer's form needs each field named.
+                known = set(error.schema.get("properties", {}))
+                patterns = list(error.schema.get("patternProperties", {}))
+                extras = [
+                    k for k in error.instance
+                    if k not in known and not any(re.search(p, k) for p in patterns)
+                ]
+                for extra in sorted(extras):
+                    errors.setdefault(".".join(p for p in (path, extra) if p), "Unknown field.")
+                continue
             errors.setdefault(path, error.message)
         return errors
 
