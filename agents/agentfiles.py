@@ -34,19 +34,22 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
         where = f"{source}: agents[{i}]"
         if not isinstance(spec, dict):
             raise AgentFileError(f"{where}: expected a mapping")
+        name = spec.get("name")
+        if isinstance(name, str) and name:
+            where = f"{source}: agent '{name}'"
         unknown = set(spec) - FIELDS
         if unknown:
-            raise AgentFileError(f"{where}: unknown field(s) {sorted(unknown)}")
-        name = spec.get("name")
+            raise AgentFileError(
+                f"{where}: unknown field(s) {sorted(unknown)}; the fields are {sorted(FIELDS)}"
+            )
         if not isinstance(name, str) or not name:
             raise AgentFileError(f"{where}: 'name' is required")
-        where = f"{source}: agent '{name}'"
         names = spec.get("tools") or []
         if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
             raise AgentFileError(f"{where}: 'tools' must be a list of tool names")
         missing = [t for t in names if tools.get(t) is None]
         if missing:
-            raise AgentFileError(f"{where}: unknown tool(s) {missing}")
+            raise AgentFileError(f"{where}: 'tools' names unknown tool(s) {missing}")
         overrides = spec.get("tool_overrides") or {}
         if not isinstance(overrides, dict):
             raise AgentFileError(f"{where}: 'tool_overrides' must be a mapping")
@@ -56,8 +59,11 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
             try:
                 tools.get(tool_name).with_overrides(override or {})
             except (ValueError, TypeError) as e:
-                raise AgentFileError(f"{where}: tool_overrides.{tool_name}: {e}") from e
+                problem = str(e).removeprefix(f"{tool_name}: ")
+                raise AgentFileError(f"{where}: tool_overrides.{tool_name}: {problem}") from e
         model = spec.get("model") or SCRIPTED
+        if not isinstance(model, str):
+            raise AgentFileError(f"{where}: 'model' must be a Claude model id or '{SCRIPTED}'")
         script = spec.get("script") or []
         if not isinstance(script, list):
             raise AgentFileError(f"{where}: 'script' must be a list of turns")
