@@ -15,7 +15,10 @@ class BadRequest(Exception):
         self.code = code
 
 
-def error(status: int, code: str, detail: str, fields: dict[str, str] | None = None, **extra: Any) -> JsonResponse:
+def error(
+    status: int, code: str, detail: str, /, fields: dict[str, str] | None = None, **extra: Any
+) -> JsonResponse:
+    """An error answer; `extra` may repeat a parameter's name (the 409s report `status`)."""
     body: dict[str, Any] = {"error": code, "detail": detail}
     if fields:
         body["fields"] = fields
