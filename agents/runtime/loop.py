@@ -241,7 +241,7 @@ def _stop_error(frame: Frame, response: LLMResponse) -> str:
             "its answer was cut off."
         )
     if response.stop_reason == "refusal":
-        why = f": {response.stop_detail}" if response.stop_detail else ""
+        why = f": {response.stop_detail.rstrip('.')}" if response.stop_detail else ""
         return f"Agent '{name}' stopped: the model declined to continue{why}."
     return ""
 

@@ -159,8 +159,11 @@ class MessagesTestCase:
             "content": [text("Where would you like to go?")],
         }
         [request] = api.requests
-        assert request.url == "https://api.anthropic.com/v1/messages"
+        assert (request.method, request.url.path) == ("POST", "/v1/messages")
         assert request.headers["anthropic-version"]
+        # The SDK decides how the key travels (x-api-key or a bearer header); it must travel.
+        sent = request.headers.get("x-api-key", "") + request.headers.get("authorization", "")
+        assert "test-key" in sent
         body = api.bodies()[0]
         assert body["model"] == MODEL
         assert body["max_tokens"] == 1024
@@ -385,13 +388,9 @@ class StopReasonsTestCase:
         result = turn(api, make_frame([]))
 
         assert result.action == TurnAction.ERROR
-        assert (
-            result.text
-            == (
-                "Agent 'traveller' stopped: the model declined to continue: "
-                "This request could enable malware development."
-            )
-            + "."
+        assert result.text == (
+            "Agent 'traveller' stopped: the model declined to continue: "
+            "This request could enable malware development."
         )
 
     def test_a_refusal_without_details_still_says_what_happened(self) -> None:
