@@ -1,11 +1,13 @@
 """The events socket: subscribe, replay from the Event table, then stream (invariant 5).
 
 The channel layer is only a wake-up; with none configured the consumer tails the table.
-A consumer never writes state.
+A consumer never writes state. It steps over a missing event id only once the gap has settled
+(approvals.cursor), so an event committed out of id order is still delivered, in order.
 """
 
 import asyncio
 import contextlib
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -14,6 +16,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agents.events import EVENTS_GROUP
 from agents.models import Event
+from approvals.cursor import GAP_WAIT, gap_settled
 
 BATCH = 500
 TAIL_INTERVAL = 0.1
@@ -34,6 +37,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         self.cursor = int(after) if after.isdigit() else 0
         self.lock = asyncio.Lock()
         self.tasks: list[asyncio.Task] = []
+        self.gap_check: asyncio.Task | None = None
         await self.accept()
         # Subscribe first, then replay: a wake-up during the replay is not lost.
         if self.channel_layer is not None:
@@ -60,16 +64,36 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         async with self.lock:
             while True:
                 rows = await self.fetch(self.cursor)
-                for row in rows:
+                for row, created_at in rows:
+                    if row["id"] != self.cursor + 1 and not gap_settled(created_at):
+                        # An earlier id may still commit: wait for it, then go on from here.
+                        self.recheck_gap()
+                        return
                     await self.send_json(row)
                     self.cursor = row["id"]
                 if len(rows) < BATCH:
                     return
 
+    def recheck_gap(self) -> None:
+        """With a channel layer nothing else would call replay again until the next event."""
+        if self.channel_layer is None or self.gap_check is not None:
+            return
+
+        async def later() -> None:
+            await asyncio.sleep(GAP_WAIT.total_seconds())
+            self.gap_check = None
+            await self.replay()
+
+        self.gap_check = asyncio.create_task(later())
+        self.tasks.append(self.gap_check)
+
     @database_sync_to_async
-    def fetch(self, after: int) -> list[dict[str, Any]]:
+    def fetch(self, after: int) -> list[tuple[dict[str, Any], datetime]]:
         rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")[:BATCH]
-        return [{**e.as_message(), "actor": e.actor.username if e.actor else None} for e in rows]
+        return [
+            ({**e.as_message(), "actor": e.actor.username if e.actor else None}, e.created_at)
+            for e in rows
+        ]
 
     async def tail(self) -> None:
         while True:

@@ -1,20 +1,233 @@
-"""Pages for people: login, health, and JSON-aware error pages."""
+"""Pages for people: the live inbox, a thread, the new-run form, health and error pages."""
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+import json
+from typing import Any
 
-from approvals.http import error
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+
+from agents import actions
+from agents.actions import suspension_payload
+from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.runtime.tools import registry as tool_registry
+from approvals.cursor import page_cursor
+from approvals.forms import NewRunForm
+from approvals.http import error, parse_uuid
+
+# The inbox's first page: oldest first, served by suspension_pending_idx.
+INBOX_LIMIT = 100
+INBOX_FILTERS = (("agent", "agent_name"), ("tool", "tool_name"), ("kind", "kind"))
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return error(404, "not_found", "No such resource.")
-    return HttpResponse("<!doctype html><title>Not found</title><h1>Not found</h1>", status=404)
+    return render(request, "approvals/not_found.html", status=404)
 
 
 def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": True})
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    return redirect("/admin/")
+def _require(request: HttpRequest, perm: str) -> None:
+    if not request.user.has_perm(perm):
+        raise PermissionDenied
+
+
+def pretty(value: Any) -> str:
+    """Arguments as a reviewer reads them; the template escapes the text (invariant 6)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def card(s: Suspension) -> dict[str, Any]:
+    """What an inbox card shows: the API's shape plus the pretty-printed arguments."""
+    return {
+        **suspension_payload(s),
+        "input_pretty": pretty(s.tool_input),
+        "modified_pretty": pretty(s.modified_args) if s.modified_args is not None else "",
+    }
+
+
+@login_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    _require(request, "agents.view_suspension")
+    # The cursor is read before the state, so the state holds at least what the cursor covers.
+    cursor = page_cursor()
+    rows = Suspension.objects.filter(status=Suspension.Status.PENDING)
+    filters = {}
+    for key, column in INBOX_FILTERS:
+        value = request.GET.get(key, "")
+        if value:
+            rows = rows.filter(**{column: value})
+            filters[key] = value
+    page = list(rows.select_related("decided_by").order_by("created_at", "id")[:INBOX_LIMIT])
+    count = len(page) if len(page) < INBOX_LIMIT else rows.count()
+    cards = [card(s) for s in page]
+    return render(
+        request,
+        "approvals/inbox.html",
+        {
+            "cards": cards,
+            "count": count,
+            "more": count - len(cards),
+            "cursor": cursor,
+            "filters": filters,
+            "agents": list(AgentDefinition.objects.values_list("name", flat=True)),
+            "tools": sorted(tool_registry.tools),
+            "kinds": Suspension.Kind.values,
+            "can_decide": request.user.has_perm("agents.decide_suspension"),
+            "nav": "inbox",
+            "live": {
+                "cursor": cursor,
+                "filters": filters,
+                "schemas": {c["id"]: c["schema"] for c in cards},
+            },
+        },
+    )
+
+
+def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str, str]:
+    """Who said what, for one transcript line; static/js/thread.js `describe` mirrors this."""
+    p = payload
+    if type in (Event.Type.THREAD_STARTED, Event.Type.USER_MESSAGE):
+        return {
+            "tone": "user",
+            "who": actor or "user",
+            "text": p.get("message") or p.get("text", ""),
+        }
+    if type in (Event.Type.AGENT_MESSAGE, Event.Type.THREAD_WAITING):
+        return {"tone": "agent", "who": p.get("frame", ""), "text": p.get("text", "")}
+    if type == Event.Type.TOOL_CALLED:
+        return {
+            "tone": "tool",
+            "who": p.get("frame", ""),
+            "text": f"calls {p.get('tool', '')}",
+            "pre": pretty(p.get("input")),
+        }
+    if type == Event.Type.TOOL_RESULT:
+        failed = p.get("is_error")
+        return {
+            "tone": "error" if failed else "result",
+            "who": p.get("tool", ""),
+            "text": "error" if failed else "result",
+            "pre": str(p.get("content", "")),
+        }
+    if type == Event.Type.SUSPENSION_DECIDED:
+        if p.get("response") is not None:
+            text = f"answered: {p['response']}"
+        else:
+            text = f"{p.get('status', '')} {p.get('tool', '')}"
+            if p.get("reason"):
+                text += f": {p['reason']}"
+        edited = p.get("modifiedArgs")
+        return {
+            "tone": "decision",
+            "who": actor or "",
+            "text": text,
+            "pre": pretty(edited) if edited is not None else "",
+        }
+    if type == Event.Type.SUSPENSION_TIMEOUT:
+        verdict = "approved" if p.get("approved") else "rejected"
+        return {
+            "tone": "decision",
+            "who": "deadline",
+            "text": f"{p.get('tool', '')} {verdict} automatically",
+        }
+    if type == Event.Type.SUSPENSION_CANCELLED:
+        return {"tone": "decision", "who": actor or "", "text": f"{p.get('tool', '')} cancelled"}
+    if type == Event.Type.AGENT_RESUMED:
+        return {
+            "tone": "system",
+            "who": p.get("frame", ""),
+            "text": f"resumed after {p.get('tool', '')}",
+        }
+    if type == Event.Type.FRAME_PUSHED:
+        return {"tone": "system", "who": "stack", "text": f"{p.get('frame', '')} started"}
+    if type == Event.Type.FRAME_POPPED:
+        return {
+            "tone": "system",
+            "who": "stack",
+            "text": f"{p.get('frame', '')} returned to {p.get('to', '')}",
+            "pre": str(p.get("result") or ""),
+        }
+    if type == Event.Type.THREAD_COMPLETED:
+        return {
+            "tone": "end",
+            "who": "thread",
+            "text": "completed",
+            "pre": str(p.get("result") or ""),
+        }
+    if type == Event.Type.THREAD_FAILED:
+        return {
+            "tone": "error",
+            "who": "thread",
+            "text": "failed",
+            "pre": str(p.get("error") or ""),
+        }
+    if type == Event.Type.THREAD_CANCELLED:
+        return {"tone": "end", "who": actor or "thread", "text": "cancelled the run"}
+    return {"tone": "system", "who": "", "text": type}
+
+
+def transcript_entry(e: Event) -> dict[str, Any]:
+    """One event as the thread page shows it."""
+    actor = e.actor.username if e.actor else None
+    return {
+        "id": e.id,
+        "type": e.type,
+        "created_at": e.created_at,
+        "suspension": str(e.suspension_id) if e.suspension_id else None,
+        **describe(e.type, e.payload, actor),
+    }
+
+
+@login_required
+def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
+    _require(request, "agents.view_thread")
+    pk = parse_uuid(thread_id)
+    thread = (
+        Thread.objects.select_related("agent", "created_by").filter(pk=pk).first() if pk else None
+    )
+    if thread is None:
+        raise Http404
+    cursor = page_cursor()
+    events = [transcript_entry(e) for e in thread.events.select_related("actor").order_by("id")]
+    frames = list(thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("depth"))
+    suspensions = {str(s.id): card(s) for s in thread.suspensions.select_related("decided_by")}
+    for entry in events:
+        if entry["type"] == Event.Type.AGENT_SUSPENDED:
+            entry["card"] = suspensions.get(entry["suspension"])
+    return render(
+        request,
+        "approvals/thread.html",
+        {
+            "thread": thread,
+            "events": events,
+            "frames": [f.label for f in frames],
+            "cursor": cursor,
+            "can_decide": request.user.has_perm("agents.decide_suspension"),
+            "can_message": request.user.has_perm("agents.add_thread"),
+            "can_cancel": request.user.has_perm("agents.change_thread"),
+            "live": {
+                "cursor": cursor,
+                "thread": str(thread.id),
+                "status": thread.status,
+                "seen": [e["id"] for e in events],
+                "schemas": {k: v["schema"] for k, v in suspensions.items()},
+            },
+        },
+    )
+
+
+@login_required
+def new_run(request: HttpRequest) -> HttpResponse:
+    _require(request, "agents.add_thread")
+    form = NewRunForm(request.POST or None, initial={"agent": request.GET.get("agent")})
+    if request.method == "POST" and form.is_valid():
+        thread = actions.start_thread(
+            form.cleaned_data["agent"], form.cleaned_data["message"], request.user
+        )
+        return redirect("thread", thread_id=thread.id)
+    return render(request, "approvals/new_run.html", {"form": form, "nav": "new_run"})

@@ -1,0 +1,244 @@
+"""The audit trail: every suspension with its timeline, filtered, exported as CSV or JSON Lines."""
+
+import csv
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import datetime, time
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from agents.models import Event, Suspension
+from approvals.forms import AuditFilterForm
+
+PAGE_SIZE = 50
+EXPORT_FIELDS = [
+    "id",
+    "thread",
+    "agent",
+    "lineage",
+    "tool",
+    "kind",
+    "status",
+    "raised_at",
+    "expires_at",
+    "decided_at",
+    "decided_by",
+    "approved",
+    "reason",
+    "arguments",
+    "modified_args",
+    "response",
+    "resumed_at",
+    "thread_status",
+]
+
+
+def staff_only(view: Any) -> Any:
+    """Log in first; then only staff may read the trail (403 for everyone else)."""
+
+    @login_required
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def filtered(form: AuditFilterForm) -> QuerySet[Suspension]:
+    """Suspensions matching the valid filters of `form`, newest first."""
+    rows = Suspension.objects.select_related("decided_by", "thread")
+    data = form.cleaned_data if form.is_valid() else {}
+    zone = timezone.get_current_timezone()
+    if data.get("since"):
+        rows = rows.filter(created_at__gte=datetime.combine(data["since"], time.min, zone))
+    if data.get("until"):
+        rows = rows.filter(created_at__lte=datetime.combine(data["until"], time.max, zone))
+    for key, column in (("agent", "agent_name"), ("tool", "tool_name"), ("outcome", "status")):
+        if data.get(key):
+            rows = rows.filter(**{column: data[key]})
+    if data.get("reviewer"):
+        rows = rows.filter(decided_by__username=data["reviewer"])
+    return rows.order_by("-created_at", "-id")
+
+
+def record(s: Suspension) -> dict[str, Any]:
+    """One suspension as an export row (CSV flattens the JSON fields to text)."""
+    return {
+        "id": str(s.id),
+        "thread": str(s.thread_id),
+        "agent": s.agent_name,
+        "lineage": s.lineage,
+        "tool": s.tool_name,
+        "kind": s.kind,
+        "status": s.status,
+        "raised_at": s.created_at.isoformat(),
+        "expires_at": s.expires_at.isoformat() if s.expires_at else None,
+        "decided_at": s.decided_at.isoformat() if s.decided_at else None,
+        "decided_by": s.decided_by.username if s.decided_by else None,
+        "approved": s.approved,
+        "reason": s.reason,
+        "arguments": s.tool_input,
+        "modified_args": s.modified_args,
+        "response": s.response,
+        "resumed_at": s.resumed_at.isoformat() if s.resumed_at else None,
+        "thread_status": s.thread.status,
+    }
+
+
+def arg_diff(before: dict[str, Any], after: dict[str, Any] | None) -> list[dict[str, str]]:
+    """What a reviewer's edit changed, key by key, values as JSON text."""
+    if after is None:
+        return []
+    changes = []
+    for key in sorted(set(before) | set(after), key=lambda k: (k not in before, k)):
+        old, new = before.get(key), after.get(key)
+        if key in before and key in after and old == new:
+            continue
+        change = (
+            "changed" if key in before and key in after else "added" if key in after else "removed"
+        )
+        changes.append(
+            {
+                "key": key,
+                "change": change,
+                "before": json.dumps(old, ensure_ascii=False) if key in before else "",
+                "after": json.dumps(new, ensure_ascii=False) if key in after else "",
+            }
+        )
+    return changes
+
+
+def timelines(page: list[Suspension]) -> dict[Any, list[dict[str, Any]]]:
+    """Each suspension's steps: raised, decided or timed out, resumed, and the tool's outcome."""
+    steps: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    by_use = {(s.thread_id, s.tool_use_id): s.pk for s in page}
+    events = Event.objects.filter(suspension_id__in=[s.pk for s in page]).select_related("actor")
+    for e in events.order_by("id"):
+        steps[e.suspension_id].append(_step(e))
+    results = Event.objects.filter(
+        type=Event.Type.TOOL_RESULT,
+        thread_id__in={s.thread_id for s in page},
+        payload__tool_use_id__in=[s.tool_use_id for s in page],
+    )
+    for e in results.order_by("id"):
+        pk = by_use.get((e.thread_id, e.payload.get("tool_use_id")))
+        if pk is not None:
+            steps[pk].append(_step(e))
+    return steps
+
+
+def _step(e: Event) -> dict[str, Any]:
+    p = e.payload
+    labels = {
+        Event.Type.AGENT_SUSPENDED: "Raised",
+        Event.Type.SUSPENSION_DECIDED: "Decided",
+        Event.Type.SUSPENSION_TIMEOUT: "Timed out",
+        Event.Type.SUSPENSION_CANCELLED: "Cancelled",
+        Event.Type.AGENT_RESUMED: "Resumed",
+        Event.Type.TOOL_RESULT: "Tool error" if p.get("is_error") else "Tool result",
+    }
+    detail = ""
+    if e.type == Event.Type.SUSPENSION_DECIDED:
+        detail = p.get("status", "")
+        if p.get("response") is not None:
+            detail = f"answered: {p['response']}"
+        elif p.get("reason"):
+            detail = f"{detail}: {p['reason']}"
+        if p.get("modifiedArgs") is not None:
+            detail = f"{detail} (arguments edited)"
+    elif e.type == Event.Type.SUSPENSION_TIMEOUT:
+        detail = "approved automatically" if p.get("approved") else "rejected automatically"
+    elif e.type == Event.Type.TOOL_RESULT:
+        detail = str(p.get("content", ""))
+    elif e.type == Event.Type.AGENT_RESUMED:
+        detail = f"the agent went on ({p.get('status', '')})"
+    return {
+        "id": e.id,
+        "label": labels.get(e.type, e.type),
+        "at": e.created_at,
+        "actor": e.actor.username if e.actor else "",
+        "detail": detail,
+    }
+
+
+@staff_only
+def audit_page(request: HttpRequest) -> HttpResponse:
+    form = AuditFilterForm(request.GET)
+    paginator = Paginator(filtered(form), PAGE_SIZE)
+    page = paginator.get_page(request.GET.get("page"))
+    steps = timelines(list(page.object_list))
+    rows = [
+        {
+            "s": s,
+            "timeline": steps.get(s.pk, []),
+            "diff": arg_diff(s.tool_input, s.modified_args),
+            "arguments": json.dumps(s.tool_input, indent=2, ensure_ascii=False),
+        }
+        for s in page.object_list
+    ]
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "approvals/audit.html",
+        {
+            "form": form,
+            "rows": rows,
+            "page": page,
+            "total": paginator.count,
+            "query": query.urlencode(),
+            "nav": "audit",
+        },
+    )
+
+
+class _Echo:
+    """A file-like sink for csv.writer: hands each line back to the streaming response."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _export_rows(request: HttpRequest) -> Iterator[dict[str, Any]]:
+    for s in filtered(AuditFilterForm(request.GET)).iterator(chunk_size=500):
+        yield record(s)
+
+
+def _cell(value: Any) -> Any:
+    """Text a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+@staff_only
+def export_csv(request: HttpRequest) -> StreamingHttpResponse:
+    writer = csv.DictWriter(_Echo(), fieldnames=EXPORT_FIELDS)
+
+    def lines() -> Iterator[str]:
+        yield writer.writeheader()
+        for row in _export_rows(request):
+            for key in ("arguments", "modified_args"):
+                row[key] = "" if row[key] is None else json.dumps(row[key], ensure_ascii=False)
+            yield writer.writerow({k: _cell(v) for k, v in row.items()})
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="audit.csv"'
+    return response
+
+
+@staff_only
+def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _export_rows(request))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
+    return response

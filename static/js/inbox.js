@@ -1,0 +1,40 @@
+/* The inbox: pending suspensions, oldest first; new ones appear and decided ones change live. */
+(function () {
+  "use strict";
+
+  var live = window.GatewayLive;
+  var cards = window.GatewayCards;
+  var filters = live.data.filters || {};
+  var list = document.getElementById("cards");
+  var empty = document.getElementById("empty");
+  var counter = document.getElementById("pending-count");
+  // Pending items beyond the rendered page still count in the title.
+  var unseen = Number(counter.textContent) - list.querySelectorAll(".card[data-status=pending]").length;
+
+  function recount() {
+    var n = unseen + list.querySelectorAll(".card[data-status=pending]").length;
+    counter.textContent = String(n);
+    document.title = "(" + n + ") Inbox · Approval gateway";
+    empty.hidden = list.children.length > 0;
+  }
+
+  function wanted(s) {
+    return (!filters.agent || filters.agent === s.agent) &&
+      (!filters.tool || filters.tool === s.tool) &&
+      (!filters.kind || filters.kind === s.kind);
+  }
+
+  live.on(function (message) {
+    if (message.type === "AGENT_SUSPENDED") {
+      var s = message.payload;
+      if (!s || cards.byId(s.id) || !wanted(s)) return;
+      list.appendChild(cards.build(s));
+    } else {
+      cards.applyEvent(message);
+    }
+    recount();
+  });
+  document.addEventListener("gateway:decided", recount);
+  recount();
+  live.start();
+})();

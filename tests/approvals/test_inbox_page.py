@@ -1,0 +1,133 @@
+"""The inbox page: pending suspensions rendered on the server, escaped, filtered, with a cursor."""
+
+import json
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from agents import actions
+from agents.engine import Engine
+from agents.models import AgentDefinition, Event, Suspension, Thread
+
+AGENTS = """
+agents:
+  - name: payer
+    model: scripted
+    tools: [transfer_funds]
+    script:
+      - text: "Paying <b>now</b>."
+        tool_calls:
+          - name: transfer_funds
+            input: {from_account: "<script>alert(1)</script>", to_account: B-2, amount: 200}
+      - text: Paid.
+  - name: asker
+    model: scripted
+    tools: [ask_user]
+    script:
+      - tool_calls:
+          - {name: ask_user, input: {question: "Staging or production?"}}
+      - text: Thanks.
+"""
+
+
+def run_until_paused(agent: str, user: Any) -> Thread:
+    """Start a run and drive it in-process until it waits for someone."""
+    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", user)
+    Engine().advance(thread.pk)
+    return Thread.objects.get(pk=thread.pk)
+
+
+def live_data(html: str) -> dict[str, Any]:
+    match = re.search(r'<script id="live-data" type="application/json">(.*?)</script>', html, re.S)
+    assert match, "the page carries no live-data"
+    return json.loads(match.group(1))
+
+
+class InboxPageTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any) -> None:
+        load_agents(AGENTS)
+        self.users = users
+        self.client = Client()
+        self.client.force_login(users["reviewer"])
+
+    def test_it_sends_anonymous_visitors_to_the_login_page(self) -> None:
+        r = Client().get("/")
+        assert r.status_code == 302 and r["Location"].startswith("/login/")
+
+    def test_it_refuses_a_user_without_the_view_permission(self) -> None:
+        client = Client()
+        client.force_login(self.users["outsider"])
+        assert client.get("/").status_code == 403
+
+    def test_it_shows_a_pending_card_with_everything_a_reviewer_needs(self) -> None:
+        thread = run_until_paused("payer", self.users["reviewer"])
+        [s] = Suspension.objects.filter(thread=thread)
+        r = self.client.get("/")
+        assert r.status_code == 200
+        html = r.content.decode()
+        assert f'id="s-{s.id}"' in html
+        assert f'href="/threads/{thread.id}/"' in html
+        assert "transfer_funds" in html and "payer" in html and s.lineage in html
+        assert f'data-expires="{s.expires_at.isoformat()}"' in html
+        assert str(s.group)[:8] in html
+        assert "<title>(1) Inbox" in html
+        # The prompt and the arguments are text, never markup (invariant 6).
+        assert "Paying &lt;b&gt;now&lt;/b&gt;." in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+        assert "<script>alert(1)" not in html
+        assert "&quot;amount&quot;: 200" in html  # pretty-printed, escaped JSON
+
+    def test_it_renders_the_cursor_of_the_events_the_state_includes(self) -> None:
+        run_until_paused("payer", self.users["reviewer"])
+        data = live_data(self.client.get("/").content.decode())
+        newest = Event.objects.order_by("-id").first()
+        # Events from the last moments are replayed again rather than risked (approvals.cursor).
+        assert 0 <= data["cursor"] <= newest.id
+        schema = data["schemas"][str(Suspension.objects.get().id)]
+        assert schema["required"] == ["from_account", "to_account", "amount"]
+
+    def test_it_lists_oldest_first_and_leaves_out_decided_ones(self) -> None:
+        first = run_until_paused("payer", self.users["reviewer"])
+        second = run_until_paused("asker", self.users["reviewer"])
+        decided = run_until_paused("payer", self.users["reviewer"])
+        s = Suspension.objects.get(thread=decided)
+        actions.decide(s, self.users["teammate"], {"approved": False, "reason": "no"})
+        html = self.client.get("/").content.decode()
+        ids = re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)
+        assert ids == [str(Suspension.objects.get(thread=t).id) for t in (first, second)]
+        assert "<title>(2) Inbox" in html
+
+    def test_it_filters_by_agent_tool_and_kind(self) -> None:
+        run_until_paused("payer", self.users["reviewer"])
+        run_until_paused("asker", self.users["reviewer"])
+        cases = {
+            "agent=asker": "ask_user",
+            "tool=transfer_funds": "transfer_funds",
+            "kind=input": "ask_user",
+            "kind=confirmation": "transfer_funds",
+        }
+        for query, tool in cases.items():
+            html = self.client.get(f"/?{query}").content.decode()
+            assert re.findall(r'data-tool="([a-z_]+)"', html) == [tool], query
+            assert "<title>(1) Inbox" in html
+
+    def test_an_input_suspension_offers_an_answer_box_instead_of_approve(self) -> None:
+        run_until_paused("asker", self.users["reviewer"])
+        html = self.client.get("/").content.decode()
+        card = html[html.index('<article class="card" id="s-') : html.index("</article>")]
+        assert 'data-action="answer"' in card and 'data-action="approve"' not in card
+
+    def test_a_reviewer_without_the_decide_permission_sees_no_buttons(self) -> None:
+        from django.contrib.auth.models import Permission
+
+        run_until_paused("payer", self.users["reviewer"])
+        viewer = self.users["outsider"]
+        viewer.user_permissions.add(Permission.objects.get(codename="view_suspension"))
+        client = Client()
+        client.force_login(viewer)
+        html = client.get("/").content.decode()
+        card = html[html.index('<article class="card" id="s-') : html.index("</article>")]
+        assert "data-action" not in card
