@@ -14,7 +14,7 @@ from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
 from approvals.auth import api
-from approvals.http import BadRequest, error, json_body, parse_uuid
+from approvals.http import BadRequest, error, json_body, parse_uuid, whole_number
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -157,10 +157,10 @@ def _decode_cursor(cursor: str) -> tuple[datetime, Any]:
 
 
 def _limit(request: HttpRequest) -> int:
-    raw = request.GET.get("limit", str(PAGE_SIZE))
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE_SIZE:
+    limit = whole_number(request.GET.get("limit", str(PAGE_SIZE)))
+    if limit is None or not 1 <= limit <= MAX_PAGE_SIZE:
         raise BadRequest("Bad limit.", {"limit": f"A whole number from 1 to {MAX_PAGE_SIZE}."})
-    return int(raw)
+    return limit
 
 
 @api(["GET"], perm="agents.view_suspension")
@@ -307,14 +307,14 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
 @api(["GET"], perm="agents.view_thread")
 def event_list(request: HttpRequest) -> JsonResponse:
     q = request.GET
-    after = q.get("after", "0")
-    if not after.isdigit():
+    after = whole_number(q.get("after", "0"))
+    if after is None:
         return error(400, "invalid", "Bad cursor.", {"after": "An event id (a whole number)."})
     try:
         limit = _limit(request) if "limit" in q else MAX_PAGE_SIZE
     except BadRequest as e:
         return _bad(e)
-    rows = Event.objects.filter(id__gt=int(after)).select_related("actor").order_by("id")
+    rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")
     if q.get("thread"):
         pk = parse_uuid(q["thread"])
         if pk is None:
@@ -324,6 +324,6 @@ def event_list(request: HttpRequest) -> JsonResponse:
     return JsonResponse(
         {
             "events": [{**e.as_message(), "actor": e.actor.username if e.actor else None} for e in page],
-            "last_id": page[-1].id if page else int(after),
+            "last_id": page[-1].id if page else after,
         }
     )

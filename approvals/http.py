@@ -8,7 +8,9 @@ from django.http import HttpRequest, JsonResponse
 
 
 class BadRequest(Exception):
-    def __init__(self, detail: str, fields: dict[str, str] | None = None, code: str = "invalid") -> None:
+    def __init__(
+        self, detail: str, fields: dict[str, str] | None = None, code: str = "invalid"
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.fields = fields
@@ -34,6 +36,11 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object.", code="invalid_json")
     return data
+
+
+def whole_number(value: str) -> int | None:
+    """A non-negative integer in ASCII digits; str.isdigit alone lets "²" through to int()."""
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def parse_uuid(value: str) -> uuid.UUID | None:
