@@ -57,11 +57,23 @@ class Tool:
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
-            raise ValueError(f"{self.name}: execution_mode must be one of {EXECUTION_MODES}")
+            raise ValueError(
+                f"{self.name}: execution_mode must be one of {EXECUTION_MODES}, "
+                f"not {self.execution_mode!r}"
+            )
         if self.on_timeout not in ON_TIMEOUT:
-            raise ValueError(f"{self.name}: on_timeout must be one of {ON_TIMEOUT}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"{self.name}: timeout must be a positive number of seconds")
+            raise ValueError(
+                f"{self.name}: on_timeout must be one of {ON_TIMEOUT}, not {self.on_timeout!r}"
+            )
+        # bool is an int to Python, but `timeout: yes` in an agent file is a mistake.
+        whole = isinstance(self.timeout, int) and not isinstance(self.timeout, bool)
+        if self.timeout is not None and not (whole and self.timeout > 0):
+            raise ValueError(
+                f"{self.name}: timeout must be a positive whole number of seconds, "
+                f"not {self.timeout!r}"
+            )
+        if not isinstance(self.description, str):
+            raise ValueError(f"{self.name}: description must be text")
         try:
             Draft202012Validator.check_schema(self.input_schema)
         except SchemaError as e:
@@ -73,6 +85,8 @@ class Tool:
 
     def with_overrides(self, overrides: dict[str, Any]) -> "Tool":
         allowed = {"execution_mode", "timeout", "on_timeout", "description"}
+        if not isinstance(overrides, dict):
+            raise ValueError(f"{self.name}: overrides must be a mapping, like {{timeout: 120}}")
         unknown = set(overrides) - allowed
         if unknown:
             raise ValueError(f"{self.name}: unknown override(s) {sorted(unknown)}")
@@ -80,7 +94,11 @@ class Tool:
 
     def api_schema(self) -> dict[str, Any]:
         """The tool as the Messages API's `tools` parameter wants it."""
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
 
     def validate(self, args: Any) -> dict[str, str]:
         """Field errors of `args` against the input schema, keyed by the field's path."""

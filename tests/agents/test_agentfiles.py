@@ -195,14 +195,22 @@ class RefusedTestCase:
 
         assert refused(path) == (
             f"{path}: agent 'finance': tool_overrides.transfer_funds: on_timeout must be one of "
-            "('reject', 'approve')"
+            "('reject', 'approve'), not 'shrug'"
         )
 
     @pytest.mark.parametrize(
         ("override", "problem"),
         [
-            ("{execution_mode: later}", "execution_mode must be one of ('immediate', 'blocking')"),
-            ("{timeout: 0}", "timeout must be a positive number of seconds"),
+            (
+                "{execution_mode: later}",
+                "execution_mode must be one of ('immediate', 'blocking'), not 'later'",
+            ),
+            ("{timeout: 0}", "timeout must be a positive whole number of seconds, not 0"),
+            ("{timeout: '120'}", "timeout must be a positive whole number of seconds, not '120'"),
+            ("{timeout: 1.5}", "timeout must be a positive whole number of seconds, not 1.5"),
+            ("{timeout: yes}", "timeout must be a positive whole number of seconds, not True"),
+            ("{description: 5}", "description must be text"),
+            ("blocking", "overrides must be a mapping, like {timeout: 120}"),
             ("{colour: red}", "unknown override(s) ['colour']"),
         ],
     )
