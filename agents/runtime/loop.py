@@ -90,7 +90,9 @@ class Hooks:
         pass
 
 
-def decision_result(call: dict[str, Any], tool: Tool, decision: Decision) -> tuple[str, bool] | None:
+def decision_result(
+    call: dict[str, Any], tool: Tool, decision: Decision
+) -> tuple[str, bool] | None:
     """The tool_result a decision gives by itself, or None when the tool should now run."""
     who = decision.decided_by or "the reviewer"
     if decision.status == "timed_out" and not decision.approved:
@@ -112,6 +114,9 @@ def decision_result(call: dict[str, Any], tool: Tool, decision: Decision) -> tup
             answer["approved_automatically"] = True
         if decision.reason:
             answer["reason"] = decision.reason
+        if decision.modified_args is not None and decision.modified_args != call["input"]:
+            # The reviewer approved an edited version; the model must act on that one.
+            answer["modifiedArgs"] = decision.modified_args
         return (json.dumps(answer), False)
     return None
 

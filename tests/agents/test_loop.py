@@ -627,6 +627,27 @@ class BlockingTestCase:
             "reason": "looks right",
         }
 
+    def test_a_confirmation_approved_with_edits_tells_the_model_what_was_approved(self) -> None:
+        bench = Workbench()
+        frame = make_frame(["displayConfirmation"])
+        script = [
+            {"tool_calls": [call("displayConfirmation", action="Delete 500 rows")]},
+            {"text": "Deleted 100."},
+        ]
+        execute_turn(frame, llm=ScriptedProvider(script), tools=bench.registry)
+        [use_id] = tool_use_ids(frame)["displayConfirmation"]
+        edited = {"action": "Delete 100 rows"}
+        decisions = {use_id: Decision("approved", True, modified_args=edited, decided_by="bob")}
+
+        execute_turn(frame, llm=ScriptedProvider(script), tools=bench.registry, decisions=decisions)
+
+        [answer] = results(frame)
+        assert json.loads(answer["content"]) == {
+            "approved": True,
+            "decided_by": "bob",
+            "modifiedArgs": {"action": "Delete 100 rows"},
+        }
+
     def test_ask_user_returns_the_answer(self) -> None:
         bench = Workbench()
         frame = make_frame(["ask_user"])
