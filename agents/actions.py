@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from agents import events
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.runtime import subagents
+from agents.runtime.subagents import AgentSpec
 
 S = Suspension.Status
 
@@ -51,7 +53,14 @@ def _enqueue(thread_id: Any) -> None:
     tasks.resume_thread.delay_on_commit(str(thread_id))
 
 
+def find_agent(name: str) -> AgentSpec | None:
+    """The runtime's view of a stored agent (the engine's `AgentResolver`)."""
+    agent = AgentDefinition.objects.filter(name=name).first()
+    return agent.as_spec() if agent is not None else None
+
+
 def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
+    main = subagents.build_frame(agent.as_spec(), StackFrame.Type.MAIN, message, find_agent)
     with transaction.atomic():
         thread = Thread.objects.create(
             agent=agent,
@@ -63,15 +72,15 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
         StackFrame.objects.create(
             thread=thread,
             depth=0,
-            agent_name=agent.name,
+            agent_name=main.agent_name,
             agent_type=StackFrame.Type.MAIN,
-            messages=[{"role": "user", "content": [{"type": "text", "text": message}]}],
-            system_prompt=agent.system_prompt,
-            model=agent.model,
-            max_iterations=agent.max_iterations,
-            max_tokens=agent.max_tokens,
-            tools=list(agent.tools),
-            tool_overrides=dict(agent.tool_overrides),
+            messages=main.messages,
+            system_prompt=main.system_prompt,
+            model=main.model,
+            max_iterations=main.max_iterations,
+            max_tokens=main.max_tokens,
+            tools=main.tools,
+            tool_overrides=main.tool_overrides,
         )
         events.record(
             Event.Type.THREAD_STARTED,
@@ -270,9 +279,9 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
                     payload={"tool": s.tool_name, "agent": s.agent_name, "status": S.CANCELLED,
                              "decided_by": getattr(user, "username", None)},
                 )
-        thread.frames.filter(status=StackFrame.Status.ACTIVE).update(
-            status=StackFrame.Status.CANCELLED, updated_at=now
-        )
+        active = thread.frames.filter(status=StackFrame.Status.ACTIVE)
+        unwound = [f.label for f in active.order_by("depth")]
+        active.update(status=StackFrame.Status.CANCELLED, updated_at=now)
         thread.status = Thread.Status.CANCELLED
         thread.lease_owner = ""
         thread.lease_expires_at = None
@@ -282,6 +291,7 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
             thread_id=thread.id,
             actor=user,
             payload={"status": thread.status, "cancelled_by": getattr(user, "username", None),
-                     "suspensions_cancelled": len(pending)},
+                     "suspensions_cancelled": len(pending), "frames_cancelled": unwound,
+                     "stack": []},
         )
     return thread

@@ -1,4 +1,12 @@
-"""Agent files: the YAML format of design.md, checked before anything is saved."""
+"""Agent files: the YAML format of design.md, checked before anything is saved.
+
+Sub-agents: `sub_agents` lists the agents this one may hand the conversation to; each must be
+defined in the same batch of files or already stored. The tools that go with them are not
+listed by hand: `use_skill` and `use_agent` are offered to every agent with sub-agents (a skill
+gets no `use_skill`), and `complete` to every frame that is not the main one (see
+agents.runtime.subagents). A file that lists them under `tools` is refused, so no agent file
+suggests that listing them changes anything.
+"""
 
 from pathlib import Path
 from typing import Any
@@ -8,6 +16,7 @@ from django.db import transaction
 
 from agents.models import AgentDefinition
 from agents.runtime.llm import SCRIPTED
+from agents.runtime.subagents import AUTOMATIC_TOOLS
 from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 
@@ -47,6 +56,12 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
         names = spec.get("tools") or []
         if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
             raise AgentFileError(f"{where}: 'tools' must be a list of tool names")
+        automatic = sorted(set(names) & AUTOMATIC_TOOLS)
+        if automatic:
+            raise AgentFileError(
+                f"{where}: {automatic} are offered automatically (use_skill and use_agent to "
+                "agents with sub_agents, complete to sub-agents); do not list them in 'tools'"
+            )
         missing = [t for t in names if tools.get(t) is None]
         if missing:
             raise AgentFileError(f"{where}: 'tools' names unknown tool(s) {missing}")
@@ -85,6 +100,8 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
         sub_agents = spec.get("sub_agents") or []
         if not isinstance(sub_agents, list) or not all(isinstance(a, str) for a in sub_agents):
             raise AgentFileError(f"{where}: 'sub_agents' must be a list of agent names")
+        if name in sub_agents:
+            raise AgentFileError(f"{where}: an agent cannot be its own sub-agent")
         agents.append(
             {
                 "name": name,
@@ -108,6 +125,22 @@ def load(paths: list[Path], tools: ToolRegistry | None = None) -> list[tuple[Age
     for path in paths:
         specs.extend(parse(Path(path).read_text(), str(path), tools))
     with transaction.atomic():
+        check_sub_agents(specs)
         return [
             AgentDefinition.objects.update_or_create(name=spec["name"], defaults=spec) for spec in specs
         ]
+
+
+def check_sub_agents(specs: list[dict[str, Any]]) -> None:
+    """Every sub-agent named must be in this batch or already stored."""
+    named = {a for spec in specs for a in spec["sub_agents"]}
+    known = {spec["name"] for spec in specs}
+    stored = AgentDefinition.objects.filter(name__in=named - known).values_list("name", flat=True)
+    known |= set(stored)
+    for spec in specs:
+        missing = [a for a in spec["sub_agents"] if a not in known]
+        if missing:
+            raise AgentFileError(
+                f"agent '{spec['name']}': unknown sub-agent(s) {missing}; define them in the same "
+                "files or load them first"
+            )

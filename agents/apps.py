@@ -1,4 +1,4 @@
-"""The engine's app: registers the demo tools when Django starts."""
+"""The engine's app: registers the demo and sub-agent tools when Django starts."""
 
 from django.apps import AppConfig
 
@@ -9,3 +9,4 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         from agents import checks, demo_tools  # noqa: F401 - registering is the import
+        from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete

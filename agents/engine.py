@@ -19,11 +19,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events
-from agents.actions import suspension_payload
+from agents.actions import find_agent, suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import messages as msgs
 from agents.runtime.llm import SCRIPTED, AnthropicProvider, LLMProvider, ScriptedProvider
 from agents.runtime.loop import Decision, Frame, Hooks, TurnAction, TurnResult, execute_turn
+from agents.runtime.subagents import AgentResolver, failure_for_parent, result_for_parent
 from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 
@@ -50,17 +51,20 @@ def default_provider(frame: Frame) -> LLMProvider:
 
 
 class Engine:
-    """Runs threads. What a test must control is an attribute: the tools, the LLM, the clock."""
+    """Runs threads. What a test must control is an attribute: the tools, the LLM, the clock,
+    and where use_skill/use_agent look agents up."""
 
     def __init__(
         self,
         tools: ToolRegistry | None = None,
         provider: Callable[[Frame], LLMProvider] = default_provider,
         clock: Callable[[], Any] = timezone.now,
+        agents: AgentResolver = find_agent,
     ) -> None:
         self.tools = tools or default_registry
         self.provider = provider
         self.clock = clock
+        self.agents = agents
 
     def advance(self, thread_id: Any) -> bool:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
@@ -135,8 +139,19 @@ class Run(Hooks):
                 hooks=self,
                 decisions=decisions,
                 run=self.thread.pk,
+                agents=self.engine.agents,
             )
-            if not self._handle(frame, result, stack):
+            try:
+                go_on = self._handle(frame, result, stack)
+            except AssertionError as e:
+                # A programming bug (a child without its parent's tool use, say): running the
+                # thread again cannot help, so it fails visibly instead of being retried.
+                log.error("thread %s: %s", self.thread.pk, e)
+                error = f"Internal error: {e}"
+                failed = Thread.Status.FAILED
+                self._finish(failed, Event.Type.THREAD_FAILED, frame=frame, error=error)
+                return
+            if not go_on:
                 return
 
     def _handle(self, frame: Frame, result: TurnResult, stack: list[StackFrame]) -> bool:
@@ -153,7 +168,7 @@ class Run(Hooks):
                 self._wait_for_input(frame, result.text)
             return False
         if result.action == TurnAction.CHILD_ACTIVATED:
-            self._push(frame, result.child_frame)
+            self._push(frame, result.child_frame, stack)
             return True
         if result.action == TurnAction.COMPLETE:
             self._pop(frame, stack, result.text, is_error=False)
@@ -162,7 +177,7 @@ class Run(Hooks):
         if is_main:
             self._finish(Thread.Status.FAILED, Event.Type.THREAD_FAILED, frame=frame, error=result.text)
             return False
-        self._pop(frame, stack, result.text, is_error=True)
+        self._pop(frame, stack, failure_for_parent(frame, result.text), is_error=True)
         return True
 
     # Hooks: what execute_turn reports -----------------------------------------------------
@@ -263,7 +278,7 @@ class Run(Hooks):
     def _suspend(self, frame: Frame, result: TurnResult, stack: list[StackFrame]) -> None:
         now = self.engine.clock()
         group = uuid.uuid4()
-        lineage = " → ".join(f.label for f in stack)
+        lineage = " → ".join("main" if f.depth == 0 else f.label for f in stack)
         with transaction.atomic():
             self._renew()
             self._save(frame)
@@ -320,12 +335,16 @@ class Run(Hooks):
                 self._save(frame)
                 final = StackFrame.Status.COMPLETED if status == Thread.Status.COMPLETED else StackFrame.Status.FAILED
                 StackFrame.objects.filter(pk=self.row.pk).update(status=final, result=result or error)
+            # A failure ends the frames below the top too: the thread has no stack left.
+            self.thread.frames.filter(status=ACTIVE).update(
+                status=StackFrame.Status.FAILED, updated_at=self.engine.clock()
+            )
             self.thread.result = result
             self.thread.error = error
             events.record(
                 event_type,
                 thread_id=self.thread.pk,
-                payload={"status": status, "result": result, "error": error},
+                payload={"status": status, "result": result, "error": error, "stack": []},
             )
             self._set_status(status, extra=["result", "error"])
 
@@ -338,7 +357,13 @@ class Run(Hooks):
             update_fields=["status", "lease_owner", "lease_expires_at", "updated_at", *(extra or [])]
         )
 
-    def _push(self, frame: Frame, child: Frame) -> None:
+    def _push(self, frame: Frame, child: Frame, stack: list[StackFrame]) -> None:
+        """Save the parent with its pending use_skill/use_agent call and the child, together.
+
+        The tool's own transaction was rolled back by ChildActivated; this one writes the
+        parent's messages (the call stays unresolved until the child pops) and the child row,
+        so a crash leaves either both or neither.
+        """
         with transaction.atomic():
             self._renew()
             self._save(frame)
@@ -360,33 +385,72 @@ class Run(Hooks):
             events.record(
                 Event.Type.FRAME_PUSHED,
                 thread_id=self.thread.pk,
-                payload={"frame": row.label, "agent": row.agent_name, "agent_type": row.agent_type,
-                         "depth": row.depth, "parent_tool_use_id": row.parent_tool_use_id},
+                payload={
+                    "frame": row.label,
+                    "agent": row.agent_name,
+                    "agent_type": row.agent_type,
+                    "depth": row.depth,
+                    "parent_tool_use_id": row.parent_tool_use_id,
+                    "from": self.row.label,
+                    "message": msgs.text_of(child.messages[0]["content"]) if child.messages else "",
+                    "stack": breadcrumb([*stack, row]),
+                },
             )
 
     def _pop(self, frame: Frame, stack: list[StackFrame], text: str, is_error: bool) -> None:
         """The top frame ends; its result (or error) becomes its parent's tool_result."""
         child = self.row
-        if not child.parent_tool_use_id:
-            raise AssertionError(f"frame {child.pk} completed without a parent_tool_use_id")
+        tool_use_id, content, is_error = result_for_parent(frame, text, is_error)
+        if len(stack) < 2:
+            log.warning("thread %s: %s ended with no frame below it", self.thread.pk, child.label)
+            if is_error:
+                failed = Thread.Status.FAILED
+                self._finish(failed, Event.Type.THREAD_FAILED, frame=frame, error=content)
+            else:
+                done = Thread.Status.COMPLETED
+                self._finish(done, Event.Type.THREAD_COMPLETED, frame=frame, result=content)
+            return
         parent = stack[-2]
+        waiting = {u["id"] for u in msgs.unresolved_tool_uses(parent.messages)}
+        if tool_use_id not in waiting:
+            raise AssertionError(
+                f"{child.label} finished, but {parent.label} has no pending tool use {tool_use_id}"
+            )
         parent_frame = to_runtime(parent)
-        msgs.add_tool_result(parent_frame.messages, child.parent_tool_use_id, text, is_error)
+        msgs.add_tool_result(parent_frame.messages, tool_use_id, content, is_error)
         with transaction.atomic():
             self._renew()
             self._save(frame)
             StackFrame.objects.filter(pk=child.pk).update(
                 status=StackFrame.Status.FAILED if is_error else StackFrame.Status.COMPLETED,
-                result=text,
+                result=content,
             )
             parent.messages = parent_frame.messages
             parent.save(update_fields=["messages", "updated_at"])
             events.record(
                 Event.Type.FRAME_POPPED,
                 thread_id=self.thread.pk,
-                payload={"frame": child.label, "agent": child.agent_name, "depth": child.depth,
-                         "result": text, "is_error": is_error, "to": parent.label},
+                payload={
+                    "frame": child.label,
+                    "agent": child.agent_name,
+                    "agent_type": child.agent_type,
+                    "depth": child.depth,
+                    "result": content,
+                    "is_error": is_error,
+                    "to": parent.label,
+                    "parent_tool_use_id": tool_use_id,
+                    "stack": breadcrumb(stack[:-1]),
+                },
             )
 
+
+def breadcrumb(stack: list[StackFrame]) -> list[dict[str, Any]]:
+    """The stack as FRAME_PUSHED / FRAME_POPPED carry it, bottom first: a page's breadcrumb
+    is rebuilt from the last such event alone."""
+    return [
+        {"id": f.pk, "label": f.label, "agent": f.agent_name, "type": f.agent_type,
+         "depth": f.depth}
+        for f in stack
+    ]
 
 engine = Engine()

@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.runtime.subagents import AgentSpec
+
 
 class AgentDefinition(models.Model):
     name = models.SlugField(max_length=100, unique=True)
@@ -26,6 +28,20 @@ class AgentDefinition(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def as_spec(self) -> AgentSpec:
+        """The definition as the runtime builds frames from it."""
+        return AgentSpec(
+            name=self.name,
+            description=self.description,
+            system_prompt=self.system_prompt,
+            model=self.model,
+            tools=list(self.tools),
+            sub_agents=list(self.sub_agents),
+            tool_overrides=dict(self.tool_overrides),
+            max_iterations=self.max_iterations,
+            max_tokens=self.max_tokens,
+        )
 
 
 class Thread(models.Model):

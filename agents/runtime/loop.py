@@ -131,11 +131,13 @@ def execute_turn(
     user_message: str | None = None,
     tool_result: tuple[str, str, bool] | None = None,
     run: Any = None,
+    agents: Any = None,
 ) -> TurnResult:
     """Run `frame` until it answers with text, completes, pushes a child, suspends or fails.
 
     It starts from the unresolved tool uses of the last assistant message, if any, so a
     resumed frame never runs a tool twice. `decisions` answers blocking calls by tool_use id.
+    `run` and `agents` reach the tools through their ToolContext.
     """
     hooks = hooks or Hooks()
     decisions = decisions or {}
@@ -221,7 +223,8 @@ def execute_turn(
                         f"before approving; it ran with {json.dumps(args)}.\n"
                     )
             try:
-                _run(frame, hooks, use, tool, args, note, run, decision)
+                context = ToolContext(use["id"], frame, run, agents)
+                _run(frame, hooks, use, tool, args, note, context, decision)
             except ChildActivated as activated:
                 return TurnResult(TurnAction.CHILD_ACTIVATED, child_frame=activated.child_frame)
 
@@ -301,16 +304,19 @@ def _run(
     tool: Tool,
     args: dict[str, Any],
     note: str,
-    run: Any,
+    context: ToolContext,
     decision: Decision | None,
 ) -> None:
+    # A ChildActivated raised by the tool leaves this block without a result: the scope's
+    # transaction rolls back, the tool use stays unresolved, and the engine saves the frame
+    # together with the child it pushes (Run._push), so the call is never left without one.
     with hooks.tool_scope(frame, use):
         errors = tool.validate(args)
         if errors:
             content, is_error = _invalid(tool, errors), True
         else:
             try:
-                content, is_error = tool.run(args, ToolContext(use["id"], frame, run)), False
+                content, is_error = tool.run(args, context), False
             except ToolError as e:
                 content, is_error = str(e), True
             except Exception as e:
