@@ -1,0 +1,274 @@
+"""The events socket: who may connect, replay after a cursor, streaming, and id gaps.
+
+Runs against whatever the environment configures: with REDIS_URL the consumer is woken through
+channels-redis; without it, it tails the Event table.
+"""
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.auth import AuthMiddlewareStack
+from channels.security.websocket import AllowedHostsOriginValidator
+from channels.testing import WebsocketCommunicator
+from django import db
+from django.db import transaction
+from django.test import Client
+from django.utils import timezone
+
+from agents import actions, events
+from agents.engine import Engine
+from agents.models import AgentDefinition, Event, Suspension, Thread
+from approvals.consumers import EventConsumer
+
+AGENTS = """
+agents:
+  - name: payer
+    model: scripted
+    tools: [transfer_funds]
+    script:
+      - text: Paying.
+        tool_calls:
+          - {name: transfer_funds, input: {from_account: A-1, to_account: B-2, amount: 5}}
+      - text: Paid.
+"""
+
+application = AllowedHostsOriginValidator(AuthMiddlewareStack(EventConsumer.as_asgi()))
+
+
+def session_cookie(user: Any) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+def socket(
+    user: Any = None, after: int = 0, origin: str = "http://localhost"
+) -> WebsocketCommunicator:
+    headers = [(b"origin", origin.encode()), (b"host", b"localhost")]
+    if user is not None:
+        headers.append((b"cookie", f"sessionid={session_cookie(user)}".encode()))
+    return WebsocketCommunicator(application, f"/ws/events/?after={after}", headers=headers)
+
+
+def run(coro: Callable[[], Awaitable[Any]]) -> Any:
+    return async_to_sync(coro)()
+
+
+async def receive_events(ws: WebsocketCommunicator, count: int, timeout: float = 5) -> list[dict]:
+    """The next `count` event messages, skipping heartbeats."""
+    found: list[dict] = []
+    while len(found) < count:
+        message = await ws.receive_json_from(timeout=timeout)
+        if "id" in message:
+            found.append(message)
+    return found
+
+
+async def in_thread(work: Callable[[], Any]) -> Any:
+    """Run blocking database work in another thread, as another process would, and close its
+    connection so the test database can be dropped."""
+
+    def call() -> Any:
+        try:
+            return work()
+        finally:
+            db.connection.close()
+
+    return await asyncio.to_thread(call)
+
+
+def start(user: Any) -> Thread:
+    thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "go", user)
+    Engine().advance(thread.pk)
+    return thread
+
+
+def newest_id() -> int:
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+class ConsumerTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any, transactional_db: Any) -> None:
+        load_agents(AGENTS)
+        self.users = users
+
+    def test_an_anonymous_socket_is_closed(self) -> None:
+        ws = socket()
+
+        async def check() -> None:
+            connected, code = await ws.connect()
+            assert not connected and code == 4401
+
+        run(check)
+
+    def test_a_user_without_access_is_closed(self) -> None:
+        ws = socket(self.users["outsider"])
+
+        async def check() -> None:
+            connected, code = await ws.connect()
+            assert not connected and code == 4403
+
+        run(check)
+
+    def test_a_foreign_origin_is_refused(self) -> None:
+        ws = socket(self.users["reviewer"], origin="https://evil.example")
+
+        async def check() -> None:
+            connected, _ = await ws.connect()
+            assert not connected
+
+        run(check)
+
+    def test_it_replays_after_the_cursor_then_streams_live_events(self) -> None:
+        start(self.users["reviewer"])
+        cursor = Event.objects.filter(type="AGENT_MESSAGE").get().id
+        expected = list(
+            Event.objects.filter(id__gt=cursor).order_by("id").values_list("id", "type")
+        )
+
+        ws = socket(self.users["reviewer"], after=cursor)
+
+        async def check() -> None:
+            connected, _ = await ws.connect()
+            assert connected
+            replayed = await receive_events(ws, len(expected))
+            assert [(m["id"], m["type"]) for m in replayed] == expected
+            assert set(replayed[0]) == {
+                "id",
+                "type",
+                "thread",
+                "suspension",
+                "payload",
+                "created_at",
+                "actor",
+            }
+            suspended = [m for m in replayed if m["type"] == "AGENT_SUSPENDED"][0]
+            assert suspended["payload"]["tool"] == "transfer_funds"
+            assert suspended["suspension"] == suspended["payload"]["id"]
+
+            s = await Suspension.objects.aget()
+            reviewer = self.users["reviewer"]
+            await in_thread(
+                lambda: actions.decide(s, reviewer, {"approved": False, "reason": "no"})
+            )
+            [live] = await receive_events(ws, 1)
+            assert live["type"] == "SUSPENSION_DECIDED" and live["actor"] == "alice"
+            assert live["payload"]["reason"] == "no" and live["id"] > expected[-1][0]
+            await ws.disconnect()
+
+        run(check)
+
+    def test_it_answers_a_ping_with_its_cursor(self) -> None:
+        start(self.users["reviewer"])
+        newest = newest_id()
+
+        ws = socket(self.users["reviewer"], after=0)
+
+        async def check() -> None:
+            await ws.connect()
+            await receive_events(ws, newest_count)
+            await ws.send_json_to({"type": "ping"})
+            assert await ws.receive_json_from(timeout=5) == {"type": "pong", "cursor": newest}
+            await ws.disconnect()
+
+        newest_count = Event.objects.count()
+        run(check)
+
+    def test_it_waits_for_a_missing_id_and_delivers_in_order(self) -> None:
+        # PostgreSQL can commit id 11 before id 10; a reader must not step over 10 too early.
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+
+        def write(pk: int) -> None:
+            Event.objects.create(
+                id=pk, type="AGENT_MESSAGE", thread=thread, payload={"text": str(pk)}
+            )
+            with transaction.atomic():
+                events.wake_after_commit()
+
+        ws = socket(self.users["reviewer"], after=base)
+
+        async def check() -> None:
+            await ws.connect()
+            await in_thread(lambda: write(base + 2))
+            assert await ws.receive_nothing(timeout=0.5)
+            await in_thread(lambda: write(base + 1))
+            got = await receive_events(ws, 2)
+            assert [m["id"] for m in got] == [base + 1, base + 2]
+            await ws.disconnect()
+
+        run(check)
+
+    def test_it_steps_over_a_gap_that_has_settled(self) -> None:
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        old = Event.objects.create(id=base + 3, type="AGENT_MESSAGE", thread=thread, payload={})
+        Event.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+
+        ws = socket(self.users["reviewer"], after=base)
+
+        async def check() -> None:
+            await ws.connect()
+            [got] = await receive_events(ws, 1)
+            assert got["id"] == base + 3
+            await ws.disconnect()
+
+        run(check)
+
+
+class SnapshotTestCase:
+    """State rebuilt from a page's snapshot plus the replayed events equals a fresh snapshot."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any, transactional_db: Any) -> None:
+        load_agents(AGENTS)
+        self.users = users
+        self.client = Client()
+        self.client.force_login(users["reviewer"])
+
+    def snapshot(self) -> tuple[int, dict[str, str]]:
+        html = self.client.get("/").content.decode()
+        data = json.loads(
+            re.search(r'id="live-data" type="application/json">(.*?)</script>', html).group(1)
+        )
+        cards = dict(
+            re.findall(
+                r'id="s-([0-9a-f-]+)" data-id="[^"]+" data-thread="[^"]+" data-status="(\w+)"', html
+            )
+        )
+        return data["cursor"], cards
+
+    def test_snapshot_plus_replay_equals_a_fresh_snapshot(self) -> None:
+        first = start(self.users["reviewer"])
+        cursor, cards = self.snapshot()
+        assert list(cards.values()) == ["pending"]
+        # After the page was rendered: one decision, one new suspension.
+        actions.decide(
+            Suspension.objects.get(thread=first), self.users["teammate"], {"approved": True}
+        )
+        second = start(self.users["reviewer"])
+
+        ws = socket(self.users["reviewer"], after=cursor)
+
+        async def replay() -> list[dict]:
+            await ws.connect()
+            got = await receive_events(ws, await Event.objects.filter(id__gt=cursor).acount())
+            await ws.disconnect()
+            return got
+
+        # Apply as static/js/inbox.js does: add new cards, mark decided ones.
+        for message in run(replay):
+            if message["type"] == "AGENT_SUSPENDED":
+                cards.setdefault(message["suspension"], message["payload"]["status"])
+            elif message["type"] == "SUSPENSION_DECIDED" and message["suspension"] in cards:
+                cards[message["suspension"]] = message["payload"]["status"]
+        pending = {k for k, v in cards.items() if v == "pending"}
+        _, fresh = self.snapshot()
+        assert pending == set(fresh) == {str(Suspension.objects.get(thread=second).id)}
