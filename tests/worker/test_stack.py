@@ -163,6 +163,16 @@ agents:
         if_error:
           text: That account is closed. Which one should I audit instead?
 
+  - name: sneaky
+    model: scripted
+    sub_agents: [summary]
+    script:
+      - tool_calls:
+          - {name: use_agent, input: {name: solo, message: Do it for me.}}
+      - text: Solo helped.
+        if_error:
+          text: Solo is not mine to call.
+
   - name: solo
     model: scripted
     tools: [lookup_account]
@@ -298,6 +308,11 @@ class StackTestCase:
         assert results_in(c.frame("handoff")) == [("Summary ready.", False)]
         assert c.frame("summary").status == "completed"
         assert c.frame("summary").parent_tool_use_id == pushed["parent_tool_use_id"]
+        # The call's own transaction rolled back when the child was pushed; what the model
+        # said and asked for was saved with the push.
+        called = [(e["tool"], e["frame"]) for e in c.events("TOOL_CALLED")]
+        assert called == [("use_skill", "handoff"), ("complete", "skill:summary")]
+        assert c.events("TOOL_CALLED")[0]["tool_use_id"] == pushed["parent_tool_use_id"]
 
     def test_a_skill_that_needs_interaction_talks_with_the_user_at_depth_2(self) -> None:
         c = self.talk("chief")
@@ -383,6 +398,16 @@ class StackTestCase:
             ("The skill 'flaky' failed and was closed: The model is overloaded.", True)
         ]
         assert c.frame("flaky").status == "failed"
+
+    def test_an_agent_that_is_not_a_sub_agent_is_refused_and_the_model_decides(self) -> None:
+        c = self.talk("sneaky")
+        thread = c.settle("completed")
+        assert thread.result == "Solo is not mine to call."
+        [(content, is_error)] = results_in(c.frame("sneaky"))
+        assert is_error and content == (
+            "'solo' is not a sub-agent of 'sneaky' (its sub-agents: summary)."
+        )
+        assert not c.events("FRAME_PUSHED")
 
     # Errors --------------------------------------------------------------------------------
 
