@@ -63,7 +63,7 @@ def _not_found(what: str) -> JsonResponse:
 
 
 def _bad(e: BadRequest) -> JsonResponse:
-    return error(400, e.code, e.detail, e.fields)
+    return error(e.status, e.code, e.detail, e.fields)
 
 
 @api(["GET", "POST"], perm=None)

@@ -13,6 +13,7 @@ from django.views.decorators.csrf import csrf_exempt
 from approvals.http import error
 from approvals.models import ApiToken, digest
 
+
 def token_user(request: HttpRequest) -> Any:
     """The token's user, None for a bad token, AnonymousUser when no token was sent."""
     header = request.headers.get("Authorization", "")
@@ -36,6 +37,13 @@ def _csrf_failure(request: HttpRequest) -> HttpResponse | None:
     return check.process_view(request, None, (), {})
 
 
+def _unauthenticated(detail: str) -> HttpResponse:
+    response = error(401, "unauthenticated", detail)
+    # RFC 9110: a 401 names the scheme that would work, so a client knows to send a token.
+    response["WWW-Authenticate"] = 'Bearer realm="api"'
+    return response
+
+
 def api(methods: list[str], perm: str | None = None) -> Callable:
     """An API view: JSON errors, the caller authenticated and authorized before the view runs."""
 
@@ -45,16 +53,20 @@ def api(methods: list[str], perm: str | None = None) -> Callable:
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             user = token_user(request)
             if user is None:
-                return error(401, "unauthenticated", "The bearer token is not valid.")
+                return _unauthenticated("The bearer token is not valid.")
             if user.is_authenticated:
                 request.user = user
             elif request.user.is_authenticated:
                 if request.method not in ("GET", "HEAD", "OPTIONS") and _csrf_failure(request):
-                    return error(403, "csrf_failed", "CSRF verification failed; send the X-CSRFToken header.")
+                    return error(
+                        403, "csrf_failed", "CSRF verification failed; send the X-CSRFToken header."
+                    )
             else:
-                return error(401, "unauthenticated", "Log in, or send Authorization: Bearer <token>.")
+                return _unauthenticated("Log in, or send Authorization: Bearer <token>.")
             if request.method not in methods:
-                return error(405, "method_not_allowed", f"Use {' or '.join(methods)}.")
+                response = error(405, "method_not_allowed", f"Use {' or '.join(methods)}.")
+                response["Allow"] = ", ".join(methods)
+                return response
             if perm and not request.user.has_perm(perm):
                 return error(403, "forbidden", "You do not have permission to do this.")
             return view(request, *args, **kwargs)

@@ -4,17 +4,26 @@ import json
 import uuid
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 
 
 class BadRequest(Exception):
+    """A request the API refuses; the view answers it with `status` and the field errors."""
+
     def __init__(
-        self, detail: str, fields: dict[str, str] | None = None, code: str = "invalid"
+        self,
+        detail: str,
+        fields: dict[str, str] | None = None,
+        code: str = "invalid",
+        status: int = 400,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.fields = fields
         self.code = code
+        self.status = status
 
 
 def error(
@@ -30,7 +39,15 @@ def error(
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
     try:
-        data = json.loads(request.body or b"")
+        raw = request.body
+    except RequestDataTooBig as e:
+        raise BadRequest(
+            f"The body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.",
+            code="too_large",
+            status=413,
+        ) from e
+    try:
+        data = json.loads(raw or b"")
     except (ValueError, UnicodeDecodeError) as e:
         raise BadRequest(f"The body is not valid JSON: {e}", code="invalid_json") from e
     if not isinstance(data, dict):

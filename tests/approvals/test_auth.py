@@ -54,6 +54,7 @@ class AuthTestCase:
         assert r.status_code == 401
         assert r["Content-Type"] == "application/json"
         assert r.json()["error"] == "unauthenticated" and r.json()["detail"]
+        assert r["WWW-Authenticate"].startswith("Bearer")
         self.assert_nothing_changed()
 
     @pytest.mark.parametrize("method, template, body", ENDPOINTS, ids=IDS)
@@ -105,7 +106,7 @@ class AuthTestCase:
         alice = api("reviewer")
         r = alice.client.delete(f"/api/threads/{self.thread.pk}", headers=alice.headers)
         assert r.status_code == 405
-        assert r.json()["error"] == "method_not_allowed"
+        assert r.json()["error"] == "method_not_allowed" and r["Allow"] == "GET"
         assert alice.get(self.path("/api/threads/{thread}/cancel")).status_code == 405
         self.assert_nothing_changed()
 

@@ -84,6 +84,13 @@ class ResumeTestCase:
             assert r.json()["error"] == "invalid_json" and r.json()["detail"]
         self.assert_nothing_changed()
 
+    def test_it_refuses_a_body_over_the_size_limit(self, settings: Any) -> None:
+        settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+        r = self.alice.post(self.url, {"approved": False, "reason": "x" * 2000})
+        assert r.status_code == 413
+        assert r.json()["error"] == "too_large" and r.json()["detail"]
+        self.assert_nothing_changed()
+
     def test_an_unknown_suspension_is_not_found(self) -> None:
         r = self.alice.post(
             resume_url(self.s).replace(str(self.s.pk), str(uuid.uuid4())), {"approved": True}
