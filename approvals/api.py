@@ -253,6 +253,12 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
         fields["modifiedArgs"] = "A JSON object of the tool's arguments."
     if fields:
         raise BadRequest("The decision is not valid.", fields)
+    if s.kind == Suspension.Kind.INPUT and data["approved"]:
+        # An approval carries no answer, and the model would read an empty one.
+        raise BadRequest(
+            "This suspension asks a question: answer it, or decline with approved=false.",
+            {"response": "Send the answer as response."},
+        )
     if modified is not None:
         if not data["approved"]:
             raise BadRequest("modifiedArgs goes with an approval.",

@@ -323,6 +323,16 @@ class InputResumeTestCase:
         assert self.s.response == "Blue, please." and self.s.decided_by.username == "alice"
         assert Thread.objects.get(pk=self.thread.pk).status == Thread.Status.RUNNING
 
+    def test_it_can_be_declined_with_a_reason(self) -> None:
+        r = self.alice.post(self.url, {"approved": False, "reason": "ask ops"})
+        assert r.status_code == 202
+        self.s.refresh_from_db()
+        assert self.s.status == Suspension.Status.REJECTED and self.s.response is None
+        assert (
+            self.alice.post(self.url, {"approved": False, "reason": "ask ops"}).status_code == 200
+        )
+        assert self.alice.post(self.url, {"response": "Blue"}).status_code == 409
+
     def test_the_same_answer_twice_is_idempotent_and_another_conflicts(self) -> None:
         assert self.alice.post(self.url, {"response": "Blue"}).status_code == 202
         assert self.alice.post(self.url, {"response": "Blue"}).status_code == 200
@@ -339,6 +349,9 @@ class InputResumeTestCase:
             ({"response": "   "}, "response"),
             ({"response": 5}, "response"),
             ({"response": "Blue", "approved": True}, "approved"),
+            ({"approved": True}, "response"),
+            ({"approved": True, "reason": "fine"}, "response"),
+            ({"approved": False, "modifiedArgs": {"question": "Other?"}}, "modifiedArgs"),
         ],
     )
     def test_it_refuses_a_bad_response(self, body: dict, field: str) -> None:
