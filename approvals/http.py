@@ -6,7 +6,8 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 
 
 class BadRequest(Exception):
@@ -35,6 +36,13 @@ def error(
         body["fields"] = fields
     body.update(extra)
     return JsonResponse(body, status=status)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500: API callers get the JSON error shape too; pages get Django's plain page."""
+    if request.path.startswith("/api/"):
+        return error(500, "server_error", "The server failed to answer; try again later.")
+    return defaults.server_error(request)
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:

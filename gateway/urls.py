@@ -23,3 +23,4 @@ urlpatterns = [
 ]
 
 handler404 = "approvals.views.not_found"
+handler500 = "approvals.http.server_error"
