@@ -97,8 +97,11 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
             "who": actor or "user",
             "text": p.get("message") or p.get("text", ""),
         }
-    if type in (Event.Type.AGENT_MESSAGE, Event.Type.THREAD_WAITING):
+    if type == Event.Type.AGENT_MESSAGE:
         return {"tone": "agent", "who": p.get("frame", ""), "text": p.get("text", "")}
+    if type == Event.Type.THREAD_WAITING:
+        # Its text was shown already by the AGENT_MESSAGE of the same answer.
+        return {"tone": "system", "who": p.get("frame", ""), "text": "waits for your reply"}
     if type == Event.Type.TOOL_CALLED:
         return {
             "tone": "tool",

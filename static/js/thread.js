@@ -34,8 +34,9 @@
       case "USER_MESSAGE":
         return { tone: "user", who: actor || "user", text: p.message || p.text || "" };
       case "AGENT_MESSAGE":
-      case "THREAD_WAITING":
         return { tone: "agent", who: p.frame || "", text: p.text || "" };
+      case "THREAD_WAITING":
+        return { tone: "system", who: p.frame || "", text: "waits for your reply" };
       case "TOOL_CALLED":
         return { tone: "tool", who: p.frame || "", text: "calls " + (p.tool || ""), pre: pretty(p.input) };
       case "TOOL_RESULT":
