@@ -22,6 +22,15 @@ ENDPOINTS = [
     ("GET", "/api/events", None),
 ]
 IDS = [f"{method} {path}" for method, path, _ in ENDPOINTS]
+WRITES = [e for e in ENDPOINTS if e[0] == "POST"]
+# What each write answers once let through, on a suspended thread (a message needs a thread
+# waiting for input, so 409 there still proves the call got past authentication).
+ACCEPTED = {
+    "/api/threads": 201,
+    "/api/threads/{thread}/messages": 409,
+    "/api/threads/{thread}/cancel": 200,
+    "/api/threads/{thread}/suspensions/{suspension}/resume": 202,
+}
 
 
 def call(client: Client, method: str, path: str, body: Any, **headers: str) -> Any:
@@ -151,6 +160,19 @@ class SessionTestCase:
         self.s.refresh_from_db()
         assert self.s.status == Suspension.Status.PENDING
         assert not Event.objects.filter(type="SUSPENSION_DECIDED").exists()
+
+    @pytest.mark.parametrize("method, template, body", WRITES, ids=[p for _, p, _ in WRITES])
+    def test_every_write_checks_the_csrf_token(self, method: str, template: str, body: Any) -> None:
+        state.agent("payer")
+        path = template.format(thread=self.thread.pk, suspension=self.s.pk)
+        r = self.browser.post(path, body, content_type="application/json")
+        assert r.status_code == 403 and r.json()["error"] == "csrf_failed"
+        assert Thread.objects.count() == 1
+        assert list(Event.objects.values_list("type", flat=True)) == ["AGENT_SUSPENDED"]
+        r = self.browser.post(
+            path, body, content_type="application/json", headers={"X-CSRFToken": self.csrf}
+        )
+        assert r.status_code == ACCEPTED[template], r.content
 
     def test_a_session_post_with_the_csrf_token_is_taken_as_the_session_user(self) -> None:
         r = self.browser.post(
