@@ -10,6 +10,8 @@ Which frame gets which of these tools is decided here, not in agent files:
 - `use_skill` and `use_agent` go to every agent that has `sub_agents`, except that a skill
   gets no `use_skill` (skills cannot call skills);
 - `complete` goes to every frame that is not the main one (`execute_turn` adds it).
+The caller chooses how a sub-agent runs: `use_skill` makes it a skill frame, `use_agent` an
+agent frame.
 """
 
 from collections.abc import Callable
