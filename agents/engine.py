@@ -8,6 +8,7 @@ twice; an LLM answer is saved with the next step's transaction.
 """
 
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
 from agents import events
@@ -43,11 +44,13 @@ def default_provider(frame: Frame) -> LLMProvider:
             AgentDefinition.objects.filter(name=frame.agent_name).values_list("script", flat=True).first()
         )
         return ScriptedProvider(script or [])
-    return AnthropicProvider(
-        settings.ANTHROPIC_API_KEY,
-        max_retries=settings.ANTHROPIC_MAX_RETRIES,
-        timeout=settings.ANTHROPIC_TIMEOUT,
-    )
+    return _anthropic(settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_MAX_RETRIES, settings.ANTHROPIC_TIMEOUT)
+
+
+@functools.lru_cache(maxsize=4)
+def _anthropic(api_key: str, max_retries: int, timeout: int) -> AnthropicProvider:
+    """One client (and its connection pool) per process and configuration, not one per turn."""
+    return AnthropicProvider(api_key, max_retries=max_retries, timeout=timeout)
 
 
 class Engine:
@@ -82,6 +85,13 @@ class Engine:
             run.drive()
         except LeaseLost:
             log.info("thread %s: lease lost, stopping", thread_id)
+        except (OperationalError, InterfaceError):
+            raise  # transient: the task retries, and the saved steps are not run again
+        except Exception as e:
+            # A bug or a broken row would otherwise leave the thread runnable, and the sweeper
+            # would enqueue it again forever: fail it, with what went wrong, and keep the trace.
+            log.exception("thread %s failed unexpectedly", thread_id)
+            run.fail_unexpectedly(e)
         finally:
             Thread.objects.filter(pk=thread_id, lease_owner=owner).update(
                 lease_owner="", lease_expires_at=None
@@ -325,6 +335,19 @@ class Run(Hooks):
                 payload={"text": text, **self._where()},
             )
             self._set_status(Thread.Status.WAITING_INPUT)
+
+    def fail_unexpectedly(self, error: Exception) -> None:
+        with transaction.atomic():
+            n = Thread.objects.filter(
+                pk=self.thread.pk, lease_owner=self.owner, status=Thread.Status.RUNNING
+            ).update(status=Thread.Status.FAILED, error=f"Internal error: {type(error).__name__}: {error}")
+            if n:
+                events.record(
+                    Event.Type.THREAD_FAILED,
+                    thread_id=self.thread.pk,
+                    payload={"status": Thread.Status.FAILED, "result": "",
+                             "error": f"Internal error: {type(error).__name__}: {error}"},
+                )
 
     def _finish(
         self, status: str, event_type: str, frame: Frame | None = None, result: str = "", error: str = ""

@@ -1,0 +1,41 @@
+"""What the engine does when something it did not expect goes wrong inside a run."""
+
+from typing import Any
+
+import pytest
+
+from agents import actions
+from agents.engine import Engine
+from agents.models import AgentDefinition, Event, Thread
+from agents.runtime.llm import LLMRequest, LLMResponse
+
+
+class Broken:
+    """A provider with a bug: it raises something that is not an LLMError."""
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        raise RuntimeError("the provider has a bug")
+
+
+@pytest.mark.django_db(transaction=True)
+class EngineFailureTestCase:
+    def test_it_fails_the_thread_instead_of_leaving_it_runnable_forever(self, users: Any) -> None:
+        agent = AgentDefinition.objects.create(name="fragile", model="scripted", script=[{"text": "hi"}])
+        thread = actions.start_thread(agent, "go", users["reviewer"])
+
+        assert Engine(provider=lambda frame: Broken()).advance(thread.pk) is True
+
+        thread.refresh_from_db()
+        assert thread.status == Thread.Status.FAILED
+        assert thread.error == "Internal error: RuntimeError: the provider has a bug"
+        assert thread.lease_owner == "" and thread.lease_expires_at is None
+        failed = Event.objects.get(thread=thread, type=Event.Type.THREAD_FAILED)
+        assert "the provider has a bug" in failed.payload["error"]
+        # The sweeper has nothing to re-enqueue, even long after.
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        assert actions.requeue_stalled(now=timezone.now() + timedelta(hours=1)) == 0
+        # The user's message is still there.
+        assert thread.frames.get(depth=0).messages[0]["content"][0]["text"] == "go"
