@@ -65,7 +65,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
             while True:
                 rows = await self.fetch(self.cursor)
                 for row, created_at in rows:
-                    if row["id"] != self.cursor + 1 and not gap_settled(created_at):
+                    if row["id"] != self.cursor + 1 and not await self.settled(created_at):
                         # An earlier id may still commit: wait for it, then go on from here.
                         self.recheck_gap()
                         return
@@ -86,6 +86,10 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
 
         self.gap_check = asyncio.create_task(later())
         self.tasks.append(self.gap_check)
+
+    @database_sync_to_async
+    def settled(self, created_at: datetime) -> bool:
+        return gap_settled(created_at)
 
     @database_sync_to_async
     def fetch(self, after: int) -> list[tuple[dict[str, Any], datetime]]:

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
@@ -53,8 +54,9 @@ def card(s: Suspension) -> dict[str, Any]:
 @login_required
 def inbox(request: HttpRequest) -> HttpResponse:
     _require(request, "agents.view_suspension")
-    # The cursor is read before the state, so the state holds at least what the cursor covers.
+    # Both are read before the state, so the state holds at least what they cover.
     cursor = page_cursor()
+    rendered = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
     rows = Suspension.objects.filter(status=Suspension.Status.PENDING)
     filters = {}
     for key, column in INBOX_FILTERS:
@@ -81,6 +83,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "nav": "inbox",
             "live": {
                 "cursor": cursor,
+                "rendered": rendered,
                 "filters": filters,
                 "schemas": {c["id"]: c["schema"] for c in cards},
             },
@@ -116,6 +119,13 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
             "who": p.get("tool", ""),
             "text": "error" if failed else "result",
             "pre": str(p.get("content", "")),
+        }
+    if type == Event.Type.AGENT_SUSPENDED:
+        kind = "an answer" if p.get("kind") == "input" else "a decision"
+        return {
+            "tone": "decision",
+            "who": p.get("lineage") or p.get("agent", ""),
+            "text": f"waits for {kind}",
         }
     if type == Event.Type.SUSPENSION_DECIDED:
         if p.get("response") is not None:
@@ -216,8 +226,6 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
             "live": {
                 "cursor": cursor,
                 "thread": str(thread.id),
-                "status": thread.status,
-                "seen": [e["id"] for e in events],
                 "schemas": {k: v["schema"] for k, v in suspensions.items()},
             },
         },

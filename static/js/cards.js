@@ -216,5 +216,5 @@
   }, 1000);
   document.querySelectorAll(".card[data-id]").forEach(tick);
 
-  window.GatewayCards = { build: build, byId: byId, applyEvent: applyEvent };
+  window.GatewayCards = { build: build, byId: byId, applyEvent: applyEvent, schemas: schemas };
 })();

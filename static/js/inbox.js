@@ -24,13 +24,25 @@
       (!filters.kind || filters.kind === s.kind);
   }
 
+  // The socket starts a little before the newest event the page includes (approvals.cursor), so
+  // events up to `rendered` may come again. A card they raise and decide again was decided before
+  // the page was drawn: it does not belong in the inbox. Later decisions change cards in place.
+  var rendered = live.data.rendered || 0;
+
   live.on(function (message) {
+    var card;
     if (message.type === "AGENT_SUSPENDED") {
       var s = message.payload;
       if (!s || cards.byId(s.id) || !wanted(s)) return;
-      list.appendChild(cards.build(s));
+      card = cards.build(s);
+      if (message.id <= rendered) card.dataset.replayed = "true";
+      list.appendChild(card);
     } else {
       cards.applyEvent(message);
+      card = message.suspension && cards.byId(message.suspension);
+      if (card && card.dataset.replayed && message.id <= rendered && card.dataset.status !== "pending") {
+        card.remove();
+      }
     }
     recount();
   });

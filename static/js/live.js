@@ -65,7 +65,13 @@
     }
     show(attempt ? "reconnecting" : "connecting", attempt ? "Reconnecting…" : "Connecting…");
     var scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    var socket = new WebSocket(scheme + "//" + location.host + "/ws/events/?after=" + state.cursor);
+    var socket;
+    try {
+      socket = new WebSocket(scheme + "//" + location.host + "/ws/events/?after=" + state.cursor);
+    } catch (e) {
+      retry();
+      return;
+    }
     state.socket = socket;
     socket.onopen = function () {
       attempt = 0;

@@ -44,6 +44,11 @@
           tone: p.is_error ? "error" : "result", who: p.tool || "",
           text: p.is_error ? "error" : "result", pre: String(p.content === undefined ? "" : p.content),
         };
+      case "AGENT_SUSPENDED":
+        return {
+          tone: "decision", who: p.lineage || p.agent || "",
+          text: "waits for " + (p.kind === "input" ? "an answer" : "a decision"),
+        };
       case "SUSPENSION_DECIDED": {
         var text;
         if (p.response !== null && p.response !== undefined) {

@@ -1,0 +1,181 @@
+"""Browser tests: Chromium through Playwright against a live daphne and a real Celery worker.
+
+daphne runs as a subprocess on this run's test database (tests.conftest.worker_env), like the
+worker, so the browser, the server, the worker and the test all see the same rows.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ARTIFACTS, ROOT, wait_for, worker_env
+
+# Playwright's sync API drives Chromium from an asyncio loop in this (the main) thread, and
+# Django refuses ORM calls from a thread with a running loop. The tests' own ORM calls are plain
+# blocking code between browser steps, so the check is switched off for this package only.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+PASSWORD = "e2e-password-1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """daphne serving gateway.asgi on a free port; restart() keeps the port, as a deploy would."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_dir = log_dir
+        self.proc: subprocess.Popen | None = None
+        self.count = 0
+
+    def start(self) -> None:
+        self.count += 1
+        self.log = self.log_dir / f"daphne-{self.count}.log"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "gateway.asgi:application",
+            ],
+            cwd=ROOT,
+            env=worker_env(),
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for(self.answers, timeout=60, what="daphne to answer")
+
+    def answers(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"daphne exited:\n{self.log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any
+) -> Iterator[LiveServer]:
+    with django_db_blocker.unblock():
+        server = LiveServer(tmp_path_factory.mktemp("daphne"))
+        server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    # A missing browser fails the run: these tests are how the reviewer UI is proven to work.
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        pytest.fail(f"Chromium not found at {CHROMIUM}; install it (make system-packages)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class Site:
+    """One test's view of the live site: log people in, open pages, take screenshots."""
+
+    def __init__(self, server: LiveServer, browser: Any, users: dict[str, Any]) -> None:
+        self.server = server
+        self.browser = browser
+        self.users = users
+        self.contexts: list[Any] = []
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+
+    def url(self, path: str) -> str:
+        return self.server.url + path
+
+    def login(self, who: str, viewport: dict[str, int] = DESKTOP, **options: Any) -> Any:
+        """A fresh browser context logged in as `who` through the login page; returns a page."""
+        context = self.browser.new_context(viewport=viewport, **options)
+        self.contexts.append(context)
+        page = context.new_page()
+        # Any alert, confirm or prompt means script ran that should not have (invariant 6).
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: self.errors.append(f"{e} at {page.url}: {e.stack}"))
+        page.goto(self.url("/login/"))
+        page.fill("input[name=username]", self.users[who].username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(self.url("/"))
+        return page
+
+    def shoot(self, page: Any, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+    def close(self) -> None:
+        for context in self.contexts:
+            context.close()
+
+
+@pytest.fixture
+def site(
+    daphne_server: LiveServer, browser: Any, worker: Any, users: dict[str, Any]
+) -> Iterator[Site]:
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    # daphne checks passwords with the production hashers, not the tests' fast MD5 one; a low
+    # iteration count keeps the login quick.
+    hasher = PBKDF2PasswordHasher()
+    for user in users.values():
+        user.password = hasher.encode(PASSWORD, hasher.salt(), iterations=1000)
+        user.save(update_fields=["password"])
+    if daphne_server.proc is None or daphne_server.proc.poll() is not None:
+        daphne_server.start()
+    site = Site(daphne_server, browser, users)
+    yield site
+    site.close()
+    assert not site.dialogs, f"a dialog fired: {site.dialogs}"
+    assert not site.errors, f"the page threw: {site.errors}"
