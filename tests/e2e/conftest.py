@@ -122,6 +122,51 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+def off_the_loop(work: Any) -> Any:
+    """Run an action in a plain thread, as another server process would: its post-commit
+    wake-up must not run inside Playwright's event loop, which owns this thread."""
+    import threading
+
+    from django import db
+
+    result: list[Any] = []
+
+    def call() -> None:
+        try:
+            result.append(work())
+        finally:
+            db.connection.close()
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    thread.join()
+    assert result, "the action failed; see the log above"
+    return result[0]
+
+
+class HttpApi:
+    """Calls the live server's JSON API with a bearer token, as an agent operator's client does.
+
+    Over HTTP rather than in-process: this process runs Playwright's event loop, and the
+    post-commit socket wake-up (agents.events) must not run inside it."""
+
+    def __init__(self, url: str, user: Any) -> None:
+        import httpx
+
+        from approvals.models import ApiToken
+
+        _, raw = ApiToken.issue(user, "e2e")
+        self.client = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {raw}"}, timeout=30
+        )
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(path, params=params)
+
+    def post(self, path: str, data: Any = None) -> Any:
+        return self.client.post(path, json=data if data is not None else {})
+
+
 class Site:
     """One test's view of the live site: log people in, open pages, take screenshots."""
 
@@ -135,6 +180,9 @@ class Site:
 
     def url(self, path: str) -> str:
         return self.server.url + path
+
+    def api(self, who: str) -> HttpApi:
+        return HttpApi(self.server.url, self.users[who])
 
     def login(self, who: str, viewport: dict[str, int] = DESKTOP, **options: Any) -> Any:
         """A fresh browser context logged in as `who` through the login page; returns a page."""

@@ -18,10 +18,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
 class AuditPageTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, site: Site, api: Any, load_agents: Any) -> None:
+    def setup(self, site: Site, load_agents: Any) -> None:
         load_agents(AGENTS)
         self.site = site
-        self.api = api("reviewer")
+        self.api = site.api("reviewer")
 
     def test_filters_and_exports_carry_the_reviewer_and_the_reason(self) -> None:
         rejected_tid = start(self.api, "payer")

@@ -59,10 +59,10 @@ def card(page: Any, s: Suspension) -> Any:
 
 class InboxTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, site: Site, api: Any, load_agents: Any) -> None:
+    def setup(self, site: Site, load_agents: Any) -> None:
         load_agents(AGENTS)
         self.site = site
-        self.api = api("reviewer")
+        self.api = site.api("reviewer")
 
     def test_a_new_run_appears_live_and_an_approval_completes_it(self) -> None:
         page = self.site.login("reviewer")

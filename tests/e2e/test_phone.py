@@ -34,10 +34,10 @@ def assert_fits_a_phone(page: Any) -> None:
 
 class PhoneTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, site: Site, api: Any, load_agents: Any) -> None:
+    def setup(self, site: Site, load_agents: Any) -> None:
         load_agents(AGENTS)
         self.site = site
-        self.api = api("reviewer")
+        self.api = site.api("reviewer")
 
     def phone(self, who: str = "reviewer") -> Any:
         return self.site.login(who, viewport=PHONE, is_mobile=True, has_touch=True)

@@ -5,9 +5,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from agents.models import Event
+from agents import actions
+from agents.models import AgentDefinition, Event
 from tests.conftest import wait_for
-from tests.e2e.conftest import Site
+from tests.e2e.conftest import Site, off_the_loop
 from tests.e2e.test_inbox import AGENTS, card, pending_of, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
@@ -35,11 +36,11 @@ def assert_each_event_applied_once(page: Any) -> None:
 
 class ReconnectTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, site: Site, daphne_server: Any, api: Any, load_agents: Any) -> None:
+    def setup(self, site: Site, daphne_server: Any, load_agents: Any) -> None:
         load_agents(AGENTS)
         self.site = site
         self.server = daphne_server
-        self.api = api("reviewer")
+        self.api = site.api("reviewer")
 
     def test_a_server_restart_while_a_suspension_is_raised_loses_nothing(self) -> None:
         page = self.site.login("reviewer")
@@ -52,13 +53,15 @@ class ReconnectTestCase:
         expect(status).to_have_attribute("data-state", "reconnecting")
         expect(status).to_contain_text("Reconnecting")
         # Raised, and another decided, while no server could tell the page.
-        tid = start(self.api, "payer")
+        payer = AgentDefinition.objects.get(name="payer")
+        alice = self.site.users["reviewer"]
+        tid = off_the_loop(lambda: actions.start_thread(payer, "go", alice)).pk
         s = pending_of(tid)
-        r = self.api.post(
-            f"/api/threads/{before}/suspensions/{pending_of(before).id}/resume",
-            {"approved": False, "reason": "duplicate"},
+        earlier = pending_of(before)
+        decided = off_the_loop(
+            lambda: actions.decide(earlier, alice, {"approved": False, "reason": "duplicate"})
         )
-        assert r.status_code == 202
+        assert decided.created
         self.server.start()
 
         expect(status).to_have_attribute("data-state", "live", timeout=30000)

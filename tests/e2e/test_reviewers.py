@@ -14,10 +14,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
 class TwoReviewersTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, site: Site, api: Any, load_agents: Any) -> None:
+    def setup(self, site: Site, load_agents: Any) -> None:
         load_agents(AGENTS)
         self.site = site
-        self.api = api("reviewer")
+        self.api = site.api("reviewer")
 
     def test_one_approves_and_the_other_s_card_updates_and_disables(self) -> None:
         alice = self.site.login("reviewer")
