@@ -25,6 +25,14 @@ agents:
       - text: Paid.
         if_error:
           text: Not paid.
+  - name: helpdesk
+    model: scripted
+    tools: [ask_user]
+    script:
+      - text: Two environments match.
+        tool_calls:
+          - {name: ask_user, input: {question: "Staging or production?"}}
+      - text: Restarted.
   - name: mischief
     model: scripted
     tools: [displayConfirmation]
@@ -209,3 +217,35 @@ class InboxTestCase:
         s.refresh_from_db()
         assert s.status == "pending"
         expect(box.get_by_role("button", name="Approve", exact=True)).to_be_enabled()
+
+    def test_a_question_is_answered_in_text(self) -> None:
+        page = self.site.login("reviewer")
+        tid = start(self.api, "helpdesk")
+        s = pending_of(tid)
+        box = card(page, s)
+        expect(box.locator(".status")).to_have_text("pending")
+        assert box.get_by_role("button", name="Approve", exact=True).count() == 0
+        box.get_by_role("button", name="Send answer").click()
+        expect(box.locator(".only-input .field-errors")).to_have_text("Write an answer first.")
+        box.locator("textarea[name=response]").fill("Staging, please")
+        box.get_by_role("button", name="Send answer").click()
+        expect(box.locator(".outcome")).to_have_text("approved by alice: Staging, please")
+        wait_for(lambda: Thread.objects.get(pk=tid).status == "completed")
+        s.refresh_from_db()
+        assert s.response == "Staging, please"
+
+    def test_cancel_from_the_thread_page_ends_the_run_and_its_card(self) -> None:
+        page = self.site.login("reviewer")
+        tid = start(self.api, "payer")
+        s = pending_of(tid)
+        page.goto(self.site.url(f"/threads/{tid}/"))
+        expect(card(page, s)).to_be_visible()
+        page.get_by_role("button", name="Cancel run").click()
+        page.get_by_role("button", name="Really cancel the run?").click()
+        expect(page.locator("#thread-status")).to_have_text("cancelled")
+        expect(card(page, s).locator(".outcome")).to_have_text(
+            "cancelled by alice: the run was cancelled"
+        )
+        expect(page.locator("#cancel")).to_be_hidden()
+        assert Thread.objects.get(pk=tid).status == "cancelled"
+        assert Suspension.objects.get(pk=s.pk).status == "cancelled"
