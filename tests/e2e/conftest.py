@@ -18,11 +18,6 @@ import pytest
 
 from tests.conftest import ARTIFACTS, ROOT, wait_for, worker_env
 
-# Playwright's sync API drives Chromium from an asyncio loop in this (the main) thread, and
-# Django refuses ORM calls from a thread with a running loop. The tests' own ORM calls are plain
-# blocking code between browser steps, so the check is switched off for this package only.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -68,12 +63,17 @@ class LiveServer:
                 "gateway.asgi:application",
             ],
             cwd=ROOT,
-            env=worker_env(),
+            env=self.env(),
             stdout=self.log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         wait_for(self.answers, timeout=60, what="daphne to answer")
+
+    def env(self) -> dict[str, str]:
+        env = worker_env()
+        env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # daphne keeps Django's safety check
+        return env
 
     def answers(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
@@ -109,7 +109,18 @@ def daphne_server(
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(autouse=True)
+def orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Playwright's sync API drives Chromium from an asyncio loop in this (the main) thread,
+    and Django refuses ORM calls from a thread with a running loop. The tests' own ORM calls
+    are plain blocking code between browser steps, so the check is off, for these tests only
+    (LiveServer.start keeps it out of daphne's environment)."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+# Per module, not per session: the loop Playwright leaves running in the main thread would
+# break the async_to_sync calls of the tests that run after these.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     # A missing browser fails the run: these tests are how the reviewer UI is proven to work.
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
