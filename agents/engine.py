@@ -181,14 +181,12 @@ class Run(Hooks):
             self._push(frame, result.child_frame, stack)
             return True
         if result.action == TurnAction.COMPLETE:
-            self._pop(frame, stack, result.text, is_error=False)
-            return True
+            return self._pop(frame, stack, result.text, is_error=False)
         # MAX_ITERATIONS or ERROR: the main frame fails the thread; a child cascades to its parent.
         if is_main:
             self._finish(Thread.Status.FAILED, Event.Type.THREAD_FAILED, frame=frame, error=result.text)
             return False
-        self._pop(frame, stack, failure_for_parent(frame, result.text), is_error=True)
-        return True
+        return self._pop(frame, stack, failure_for_parent(frame, result.text), is_error=True)
 
     # Hooks: what execute_turn reports -----------------------------------------------------
 
@@ -420,8 +418,11 @@ class Run(Hooks):
                 },
             )
 
-    def _pop(self, frame: Frame, stack: list[StackFrame], text: str, is_error: bool) -> None:
-        """The top frame ends; its result (or error) becomes its parent's tool_result."""
+    def _pop(self, frame: Frame, stack: list[StackFrame], text: str, is_error: bool) -> bool:
+        """The top frame ends; its result (or error) becomes its parent's tool_result.
+
+        Returns whether the loop goes on: not when no frame was left below to take the result.
+        """
         child = self.row
         tool_use_id, content, is_error = result_for_parent(frame, text, is_error)
         if len(stack) < 2:
@@ -432,7 +433,7 @@ class Run(Hooks):
             else:
                 done = Thread.Status.COMPLETED
                 self._finish(done, Event.Type.THREAD_COMPLETED, frame=frame, result=content)
-            return
+            return False
         parent = stack[-2]
         waiting = {u["id"] for u in msgs.unresolved_tool_uses(parent.messages)}
         if tool_use_id not in waiting:
@@ -465,6 +466,7 @@ class Run(Hooks):
                     "stack": breadcrumb(stack[:-1]),
                 },
             )
+        return True
 
 
 def breadcrumb(stack: list[StackFrame]) -> list[dict[str, Any]]:

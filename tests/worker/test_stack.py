@@ -215,7 +215,15 @@ class Conversation:
             thread = Thread.objects.get(pk=self.id)
             return thread if thread.status in SETTLED else None
 
-        thread = wait_for(settled, timeout=20, what=f"thread {self.id} to settle")
+        try:
+            thread = wait_for(settled, timeout=20, what=f"thread {self.id} to settle")
+        except AssertionError as e:
+            now = Thread.objects.get(pk=self.id)
+            last = Event.objects.filter(thread_id=self.id).order_by("-id").first()
+            raise AssertionError(
+                f"{e}: it is {now.status}, runnable since {now.runnable_since}, lease "
+                f"{now.lease_owner or 'free'} until {now.lease_expires_at}, last event {last}"
+            ) from e
         assert thread.status == status, (thread.status, thread.error)
         return thread
 
@@ -464,16 +472,20 @@ class StackTestCase:
         assert f"thread {thread.pk} is running with an empty stack" in self.worker_log()
 
     def test_a_sub_agent_ending_with_no_frame_below_it_is_logged_and_ends_the_thread(self) -> None:
-        thread = self.broken_stack(with_main=False, parent_tool_use_id="toolu_gone")
+        thread, task = self.broken_stack(with_main=False, parent_tool_use_id="toolu_gone")
         thread = wait_for(
             lambda: Thread.objects.filter(pk=thread.pk, status="completed").first(),
             what="the orphaned sub-agent's thread to end",
         )
         assert thread.result == "Summary ready."
-        assert "skill:summary ended with no frame below it" in self.worker_log()
+        wait_for(lambda: f"resume_thread[{task}] succeeded" in self.worker_log(), what="the task")
+        log = self.worker_log()
+        assert f"thread {thread.pk}: skill:summary ended with no frame below it" in log
+        # The loop stopped there: it did not go on to find the stack empty.
+        assert f"thread {thread.pk} is running with an empty stack" not in log
 
     def test_a_complete_without_parent_tool_use_id_fails_as_a_programming_error(self) -> None:
-        thread = self.broken_stack(with_main=True, parent_tool_use_id="")
+        thread, _ = self.broken_stack(with_main=True, parent_tool_use_id="")
         thread = wait_for(
             lambda: Thread.objects.filter(pk=thread.pk, status="failed").first(),
             what="the thread to fail",
@@ -484,7 +496,7 @@ class StackTestCase:
         assert not thread.frames.filter(status="active").exists()
         assert "finished without a parent_tool_use_id" in self.worker_log()
 
-    def broken_stack(self, with_main: bool, parent_tool_use_id: str) -> Thread:
+    def broken_stack(self, with_main: bool, parent_tool_use_id: str) -> tuple[Thread, str]:
         """A stack no engine would build, so the guards of the orchestration loop show."""
         from agents import tasks
         from agents.models import AgentDefinition
@@ -524,8 +536,7 @@ class StackTestCase:
             parent_tool_use_id=parent_tool_use_id,
             messages=[{"role": "user", "content": [{"type": "text", "text": "Summarise."}]}],
         )
-        tasks.resume_thread.delay(str(thread.pk))
-        return thread
+        return thread, tasks.resume_thread.delay(str(thread.pk)).id
 
     def worker_log(self) -> str:
         return Path(self.worker.log).read_text()
