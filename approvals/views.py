@@ -39,16 +39,12 @@ def _require(request: HttpRequest, perm: str) -> None:
 
 def pretty(value: Any) -> str:
     """Arguments as a reviewer reads them; the template escapes the text (invariant 6)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def card(s: Suspension) -> dict[str, Any]:
     """What an inbox card shows: the API's shape plus the pretty-printed arguments."""
-    return {
-        **suspension_payload(s),
-        "input_pretty": pretty(s.tool_input),
-        "modified_pretty": pretty(s.modified_args) if s.modified_args is not None else "",
-    }
+    return {**suspension_payload(s), "input_pretty": pretty(s.tool_input)}
 
 
 @login_required
@@ -74,7 +70,6 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "cards": cards,
             "count": count,
             "more": count - len(cards),
-            "cursor": cursor,
             "filters": filters,
             "agents": list(AgentDefinition.objects.values_list("name", flat=True)),
             "tools": sorted(tool_registry.tools),
@@ -219,7 +214,6 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
             "thread": thread,
             "events": events,
             "frames": [f.label for f in frames],
-            "cursor": cursor,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "can_message": request.user.has_perm("agents.add_thread"),
             "can_cancel": request.user.has_perm("agents.change_thread"),
