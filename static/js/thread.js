@@ -88,6 +88,11 @@
     }
   }
 
+  /* The server writes times in UTC; the reader sees their own clock, for old and new lines. */
+  function localTime(time) {
+    time.textContent = new Date(time.dateTime).toTimeString().slice(0, 8);
+  }
+
   function entry(message) {
     var li = entryTemplate.content.firstElementChild.cloneNode(true);
     var d = describe(message.type, message.payload || {}, message.actor);
@@ -95,9 +100,8 @@
     li.classList.add("tone-" + d.tone);
     li.querySelector(".who").textContent = d.who;
     var time = li.querySelector("time");
-    var at = new Date(message.created_at);
     time.dateTime = message.created_at;
-    time.textContent = at.toTimeString().slice(0, 8);
+    localTime(time);
     if (message.type === "AGENT_SUSPENDED" && !cards.byId(message.payload.id)) {
       li.appendChild(cards.build(message.payload));
       return li;
@@ -186,5 +190,6 @@
     });
   }
 
+  transcript.querySelectorAll("time[datetime]").forEach(localTime);
   live.start();
 })();
