@@ -191,6 +191,39 @@ def transcript_entry(e: Event) -> dict[str, Any]:
     }
 
 
+# Status after an event; static/js/thread.js STATUS_AFTER mirrors this.
+STATUS_AFTER = {
+    Event.Type.THREAD_STARTED: Thread.Status.RUNNING,
+    Event.Type.USER_MESSAGE: Thread.Status.RUNNING,
+    Event.Type.AGENT_RESUMED: Thread.Status.RUNNING,
+    Event.Type.AGENT_SUSPENDED: Thread.Status.SUSPENDED,
+    Event.Type.THREAD_WAITING: Thread.Status.WAITING_INPUT,
+    Event.Type.THREAD_COMPLETED: Thread.Status.COMPLETED,
+    Event.Type.THREAD_FAILED: Thread.Status.FAILED,
+    Event.Type.THREAD_CANCELLED: Thread.Status.CANCELLED,
+}
+FINISHED = (Thread.Status.COMPLETED, Thread.Status.FAILED, Thread.Status.CANCELLED)
+
+
+def thread_state(rows: list[Event], thread: Thread) -> tuple[str, list[str]]:
+    """The thread's status and stack (frame labels, bottom first) after these events."""
+    if not rows:
+        frames = thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("depth")
+        return thread.status, [f.label for f in frames]
+    status, stack = thread.status, []
+    for e in rows:
+        status = STATUS_AFTER.get(e.type, status)
+        if e.type == Event.Type.THREAD_STARTED:
+            stack = [e.payload.get("agent", thread.agent.name)]
+        elif e.type == Event.Type.FRAME_PUSHED:
+            stack.append(e.payload.get("frame", ""))
+        elif e.type == Event.Type.FRAME_POPPED and stack and stack[-1] == e.payload.get("frame"):
+            stack.pop()
+        if status in FINISHED:
+            stack = []
+    return status, stack
+
+
 @login_required
 def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
     _require(request, "agents.view_thread")
@@ -201,8 +234,12 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
     if thread is None:
         raise Http404
     cursor = page_cursor()
-    events = [transcript_entry(e) for e in thread.events.select_related("actor").order_by("id")]
-    frames = list(thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("depth"))
+    rows = list(thread.events.select_related("actor").order_by("id"))
+    # Status and stack come from the same events as the transcript, not from the thread's rows
+    # read a moment apart: the client skips events the page already shows, so the page must
+    # show exactly their effect (static/js/thread.js applies the later ones the same way).
+    status, frames = thread_state(rows, thread)
+    events = [transcript_entry(e) for e in rows]
     suspensions = {str(s.id): card(s) for s in thread.suspensions.select_related("decided_by")}
     for entry in events:
         if entry["type"] == Event.Type.AGENT_SUSPENDED:
@@ -213,7 +250,9 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
         {
             "thread": thread,
             "events": events,
-            "frames": [f.label for f in frames],
+            "status": status,
+            "finished": status in FINISHED,
+            "frames": frames,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "can_message": request.user.has_perm("agents.add_thread"),
             "can_cancel": request.user.has_perm("agents.change_thread"),

@@ -92,6 +92,15 @@ class ThreadPageTestCase:
         for e in Event.objects.filter(thread=thread):
             assert f'data-event="{e.id}"' in html
 
+    def test_status_and_stack_are_those_of_the_events_the_page_shows(self) -> None:
+        # The client skips events the page already shows, so a status read from the thread row
+        # a moment later than the events would never be corrected; the page derives it instead.
+        thread = start("boss", self.users["reviewer"])
+        Thread.objects.filter(pk=thread.pk).update(status="running")
+        html = self.page(thread)
+        assert 'id="thread-status" data-status="suspended"' in html
+        assert '<ol id="stack"><li>boss</li><li>skill:writer</li></ol>' in html
+
     def test_a_completed_thread_shows_the_decision_and_the_tool_result(self) -> None:
         thread = start("boss", self.users["reviewer"])
         s = Suspension.objects.get(thread=thread)
