@@ -214,7 +214,7 @@ class CycleTestCase:
         wait_status(tid, "suspended")
         [s] = pending(tid)
         codes: list[int] = []
-        barrier = threading.Barrier(20)
+        barrier = threading.Barrier(20, timeout=30)
 
         def decide(i: int) -> None:
             from tests.conftest import Api
