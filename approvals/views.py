@@ -1,6 +1,7 @@
 """Pages for people: the live inbox, a thread, the new-run form, health and error pages."""
 
 import json
+from collections import Counter
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -63,6 +64,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
     page = list(rows.select_related("decided_by").order_by("created_at", "id")[:INBOX_LIMIT])
     count = len(page) if len(page) < INBOX_LIMIT else rows.count()
     cards = [card(s) for s in page]
+    sizes = Counter(c["group"] for c in cards)
+    for c in cards:
+        c["group_size"] = sizes[c["group"]]
     return render(
         request,
         "approvals/inbox.html",

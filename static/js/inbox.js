@@ -11,7 +11,20 @@
   // Pending items beyond the rendered page still count in the title.
   var unseen = Number(counter.textContent) - list.querySelectorAll(".card[data-status=pending]").length;
 
+  /* How many calls of one group the page shows: the agent goes on once all are decided. */
+  function groupSizes() {
+    var sizes = {};
+    list.querySelectorAll(".card").forEach(function (c) {
+      sizes[c.dataset.group] = (sizes[c.dataset.group] || 0) + 1;
+    });
+    list.querySelectorAll(".card").forEach(function (c) {
+      var n = sizes[c.dataset.group];
+      c.querySelector(".group-size").textContent = n > 1 ? " · " + n + " calls" : "";
+    });
+  }
+
   function recount() {
+    groupSizes();
     var n = unseen + list.querySelectorAll(".card[data-status=pending]").length;
     counter.textContent = String(n);
     document.title = "(" + n + ") Inbox · Approval gateway";

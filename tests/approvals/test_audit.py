@@ -88,8 +88,7 @@ class AuditTestCase:
         item = item[: item.index("</li>\n")]
         assert (
             '<tr class="changed"><th scope="row">amount</th>'
-            "<td><del>200</del></td><td><ins>150</ins></td></tr>"
-            in item
+            "<td><del>200</del></td><td><ins>150</ins></td></tr>" in item
         )
         assert '<th scope="row">from_account</th><td><del>&quot;=HYPERLINK(1)&quot;</del>' in item
 

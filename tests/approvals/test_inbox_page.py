@@ -22,6 +22,14 @@ agents:
           - name: transfer_funds
             input: {from_account: "<script>alert(1)</script>", to_account: B-2, amount: 200}
       - text: Paid.
+  - name: pair
+    model: scripted
+    tools: [send_email]
+    script:
+      - tool_calls:
+          - {name: send_email, input: {to: one@example.com, subject: First}}
+          - {name: send_email, input: {to: two@example.com, subject: Second}}
+      - text: Sent.
   - name: asker
     model: scripted
     tools: [ask_user]
@@ -113,6 +121,17 @@ class InboxPageTestCase:
             html = self.client.get(f"/?{query}").content.decode()
             assert re.findall(r'data-tool="([a-z_]+)"', html) == [tool], query
             assert "<title>(1) Inbox" in html
+
+    def test_calls_made_together_show_their_group(self) -> None:
+        thread = run_until_paused("pair", self.users["reviewer"])
+        run_until_paused("payer", self.users["reviewer"])
+        html = self.client.get("/").content.decode()
+        first, second = Suspension.objects.filter(thread=thread)
+        assert first.group == second.group
+        assert html.count(f'data-group="{first.group}"') == 2
+        assert html.count('<span class="group-size"> · 2 calls</span>') == 2
+        # The payer's card, and the empty skeleton static/js/cards.js clones.
+        assert html.count('<span class="group-size"></span>') == 2
 
     def test_an_input_suspension_offers_an_answer_box_instead_of_approve(self) -> None:
         run_until_paused("asker", self.users["reviewer"])
