@@ -25,6 +25,15 @@ agents:
       - text: Paid.
         if_error:
           text: Not paid.
+  - name: hasty
+    model: scripted
+    tools: [transfer_funds]
+    tool_overrides:
+      transfer_funds: {timeout: 2, on_timeout: reject}
+    script:
+      - tool_calls:
+          - {name: transfer_funds, input: {from_account: ACC-1, to_account: ACC-2, amount: 5}}
+      - text: Went on without it.
   - name: helpdesk
     model: scripted
     tools: [ask_user]
@@ -249,3 +258,16 @@ class InboxTestCase:
         expect(page.locator("#cancel")).to_be_hidden()
         assert Thread.objects.get(pk=tid).status == "cancelled"
         assert Suspension.objects.get(pk=s.pk).status == "cancelled"
+
+    def test_a_deadline_changes_the_card_in_place(self) -> None:
+        page = self.site.login("reviewer")
+        tid = start(self.api, "hasty")
+        s = pending_of(tid)
+        box = card(page, s)
+        expect(box.locator(".countdown")).to_contain_text("s left")
+        expect(box.locator(".status")).to_have_text("timed out", timeout=10000)
+        expect(box.locator(".outcome")).to_have_text(
+            "timed out: rejected automatically at the deadline"
+        )
+        expect(box.get_by_role("button", name="Approve", exact=True)).to_be_disabled()
+        expect(page).to_have_title("(0) Inbox · Approval gateway")
