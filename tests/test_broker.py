@@ -1,0 +1,53 @@
+"""The embedded broker hands a consumer only whole messages, however fast it polls."""
+
+import threading
+import time
+from pathlib import Path
+
+from kombu import Connection
+
+from gateway.broker import Transport
+
+
+def connection(folder: Path) -> Connection:
+    return Connection(
+        "filesystem://",
+        transport=Transport,
+        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder),
+                           "processed_folder": str(folder.parent / "processed"),
+                           "store_processed": False},
+    )
+
+
+class BrokerTestCase:
+    def test_a_consumer_polling_while_large_messages_are_written_reads_each_whole(self, tmp_path: Path) -> None:
+        folder = tmp_path / "out"
+        folder.mkdir()
+        (tmp_path / "processed").mkdir()
+        body = "x" * 400_000  # large enough that a write takes several system calls
+        count = 60
+        received: list[dict] = []
+
+        def consume() -> None:
+            with connection(folder) as conn:
+                queue = conn.SimpleQueue("q")
+                deadline = time.monotonic() + 60
+                while len(received) < count and time.monotonic() < deadline:
+                    try:
+                        message = queue.get(block=False)
+                    except queue.Empty:
+                        continue  # poll as fast as possible, to meet a file mid-write
+                    received.append(message.payload)
+                    message.ack()
+
+        reader = threading.Thread(target=consume)
+        reader.start()
+        with connection(folder) as conn:
+            queue = conn.SimpleQueue("q")
+            for i in range(count):
+                queue.put({"n": i, "body": body})
+        reader.join(timeout=90)
+
+        assert sorted(m["n"] for m in received) == list(range(count))
+        assert all(m["body"] == body for m in received)
+        assert not [p for p in folder.iterdir()]  # no partial files left behind
