@@ -15,6 +15,7 @@ def connection(folder: Path) -> Connection:
         transport=Transport,
         transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder),
                            "processed_folder": str(folder.parent / "processed"),
+                           "control_folder": str(folder.parent / "control"),
                            "store_processed": False},
     )
 
