@@ -144,7 +144,9 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
     )
 
 
-def decide(suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None) -> Decided:
+def decide(
+    suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
+) -> Decided:
     """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}."""
     now = now or timezone.now()
     if "response" in decision:
@@ -224,7 +226,9 @@ def expire_overdue(now: datetime | None = None, limit: int = 500) -> int:
     """Apply on_timeout to pending suspensions past their deadline; returns how many."""
     now = now or timezone.now()
     overdue = list(
-        Suspension.objects.filter(status=S.PENDING, expires_at__lte=now).order_by("expires_at")[:limit]
+        Suspension.objects.filter(status=S.PENDING, expires_at__lte=now).order_by("expires_at")[
+            :limit
+        ]
     )
     done = 0
     for s in overdue:
@@ -267,8 +271,11 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
         pending = list(thread.suspensions.filter(status=S.PENDING))
         for s in pending:
             n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(
-                status=S.CANCELLED, approved=False, reason="the run was cancelled",
-                decided_by=user, decided_at=now,
+                status=S.CANCELLED,
+                approved=False,
+                reason="the run was cancelled",
+                decided_by=user,
+                decided_at=now,
             )
             if n:
                 events.record(
@@ -276,8 +283,12 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
                     thread_id=thread.id,
                     suspension_id=s.pk,
                     actor=user,
-                    payload={"tool": s.tool_name, "agent": s.agent_name, "status": S.CANCELLED,
-                             "decided_by": getattr(user, "username", None)},
+                    payload={
+                        "tool": s.tool_name,
+                        "agent": s.agent_name,
+                        "status": S.CANCELLED,
+                        "decided_by": getattr(user, "username", None),
+                    },
                 )
         active = thread.frames.filter(status=StackFrame.Status.ACTIVE)
         unwound = [f.label for f in active.order_by("depth")]
@@ -290,8 +301,12 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
             Event.Type.THREAD_CANCELLED,
             thread_id=thread.id,
             actor=user,
-            payload={"status": thread.status, "cancelled_by": getattr(user, "username", None),
-                     "suspensions_cancelled": len(pending), "frames_cancelled": unwound,
-                     "stack": []},
+            payload={
+                "status": thread.status,
+                "cancelled_by": getattr(user, "username", None),
+                "suspensions_cancelled": len(pending),
+                "frames_cancelled": unwound,
+                "stack": [],
+            },
         )
     return thread

@@ -35,7 +35,16 @@ class StackFrameAdmin(admin.ModelAdmin):
 
 @admin.register(Suspension)
 class SuspensionAdmin(admin.ModelAdmin):
-    list_display = ["id", "thread", "agent_name", "tool_name", "kind", "status", "decided_by", "expires_at"]
+    list_display = [
+        "id",
+        "thread",
+        "agent_name",
+        "tool_name",
+        "kind",
+        "status",
+        "decided_by",
+        "expires_at",
+    ]
     list_filter = ["status", "kind", "tool_name", "agent_name"]
     search_fields = ["id", "tool_name", "agent_name"]
     # Decisions go through the API, so they are conditional, audited and resume the thread.

@@ -21,8 +21,16 @@ from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 
 FIELDS = {
-    "name", "description", "model", "system_prompt", "tools", "sub_agents", "tool_overrides",
-    "max_iterations", "max_tokens", "script",
+    "name",
+    "description",
+    "model",
+    "system_prompt",
+    "tools",
+    "sub_agents",
+    "tool_overrides",
+    "max_iterations",
+    "max_tokens",
+    "script",
 }
 
 
@@ -30,7 +38,9 @@ class AgentFileError(ValueError):
     """The file cannot be loaded; the message names the file, the agent and the field."""
 
 
-def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None) -> list[dict[str, Any]]:
+def parse(
+    text: str, source: str = "<string>", tools: ToolRegistry | None = None
+) -> list[dict[str, Any]]:
     tools = tools or default_registry
     try:
         data = yaml.safe_load(text)
@@ -70,7 +80,9 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
             raise AgentFileError(f"{where}: 'tool_overrides' must be a mapping")
         for tool_name, override in overrides.items():
             if tool_name not in names:
-                raise AgentFileError(f"{where}: tool_overrides names '{tool_name}', which is not in its tools")
+                raise AgentFileError(
+                    f"{where}: tool_overrides names '{tool_name}', which is not in its tools"
+                )
             try:
                 tools.get(tool_name).with_overrides(override or {})
             except (ValueError, TypeError) as e:
@@ -119,7 +131,9 @@ def parse(text: str, source: str = "<string>", tools: ToolRegistry | None = None
     return agents
 
 
-def load(paths: list[Path], tools: ToolRegistry | None = None) -> list[tuple[AgentDefinition, bool]]:
+def load(
+    paths: list[Path], tools: ToolRegistry | None = None
+) -> list[tuple[AgentDefinition, bool]]:
     """Create or update agents by name from the files; all or nothing."""
     specs = []
     for path in paths:
@@ -127,7 +141,8 @@ def load(paths: list[Path], tools: ToolRegistry | None = None) -> list[tuple[Age
     with transaction.atomic():
         check_sub_agents(specs)
         return [
-            AgentDefinition.objects.update_or_create(name=spec["name"], defaults=spec) for spec in specs
+            AgentDefinition.objects.update_or_create(name=spec["name"], defaults=spec)
+            for spec in specs
         ]
 
 

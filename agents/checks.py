@@ -11,9 +11,18 @@ def check_setup(app_configs: Any, **kwargs: Any) -> list[Error]:
     errors = []
     engine = settings.DATABASES["default"]["ENGINE"]
     if engine not in ("django.db.backends.sqlite3", "django.db.backends.postgresql"):
-        errors.append(Error(f"Unsupported database engine {engine}; use SQLite or PostgreSQL.", id="gateway.E001"))
-    if settings.REDIS_URL and not settings.REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
-        errors.append(Error("REDIS_URL must start with redis://, rediss:// or unix://", id="gateway.E002"))
+        errors.append(
+            Error(
+                f"Unsupported database engine {engine}; use SQLite or PostgreSQL.",
+                id="gateway.E001",
+            )
+        )
+    if settings.REDIS_URL and not settings.REDIS_URL.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        errors.append(
+            Error("REDIS_URL must start with redis://, rediss:// or unix://", id="gateway.E002")
+        )
     if settings.SWEEP_INTERVAL_SECONDS <= 0:
         errors.append(Error("SWEEP_INTERVAL_SECONDS must be positive", id="gateway.E003"))
     return errors

@@ -26,7 +26,9 @@ def _note(context: ToolContext, tool: str, args: dict[str, Any], summary: str) -
     },
 )
 def delete_records(args: dict[str, Any], context: ToolContext) -> str:
-    return _note(context, "delete_records", args, f"Deleted {args['count']} records from {args['table']}.")
+    return _note(
+        context, "delete_records", args, f"Deleted {args['count']} records from {args['table']}."
+    )
 
 
 @registry.tool(
@@ -43,7 +45,12 @@ def lookup_account(args: dict[str, Any], context: ToolContext) -> dict[str, Any]
     account = args["account"]
     if account.startswith("closed"):
         raise ToolError(f"Account {account} is closed.")
-    return {"account": account, "holder": f"Holder of {account}", "balance": 1250.00, "currency": "EUR"}
+    return {
+        "account": account,
+        "holder": f"Holder of {account}",
+        "balance": 1250.00,
+        "currency": "EUR",
+    }
 
 
 @registry.tool(

@@ -41,10 +41,14 @@ class LeaseLost(Exception):
 def default_provider(frame: Frame) -> LLMProvider:
     if frame.model == SCRIPTED:
         script = (
-            AgentDefinition.objects.filter(name=frame.agent_name).values_list("script", flat=True).first()
+            AgentDefinition.objects.filter(name=frame.agent_name)
+            .values_list("script", flat=True)
+            .first()
         )
         return ScriptedProvider(script or [])
-    return _anthropic(settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_MAX_RETRIES, settings.ANTHROPIC_TIMEOUT)
+    return _anthropic(
+        settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_MAX_RETRIES, settings.ANTHROPIC_TIMEOUT
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -137,7 +141,11 @@ class Run(Hooks):
             stack = list(self.thread.frames.filter(status=ACTIVE).order_by("depth"))
             if not stack:
                 log.warning("thread %s is running with an empty stack", self.thread.pk)
-                self._finish(Thread.Status.FAILED, Event.Type.THREAD_FAILED, error="The agent stack was empty.")
+                self._finish(
+                    Thread.Status.FAILED,
+                    Event.Type.THREAD_FAILED,
+                    error="The agent stack was empty.",
+                )
                 return
             self.row = stack[-1]
             frame = to_runtime(self.row)
@@ -173,7 +181,12 @@ class Run(Hooks):
             return False
         if result.action == TurnAction.SEND_TEXT:
             if is_main:
-                self._finish(Thread.Status.COMPLETED, Event.Type.THREAD_COMPLETED, frame=frame, result=result.text)
+                self._finish(
+                    Thread.Status.COMPLETED,
+                    Event.Type.THREAD_COMPLETED,
+                    frame=frame,
+                    result=result.text,
+                )
             else:
                 self._wait_for_input(frame, result.text)
             return False
@@ -184,7 +197,9 @@ class Run(Hooks):
             return self._pop(frame, stack, result.text, is_error=False)
         # MAX_ITERATIONS or ERROR: the main frame fails the thread; a child cascades to its parent.
         if is_main:
-            self._finish(Thread.Status.FAILED, Event.Type.THREAD_FAILED, frame=frame, error=result.text)
+            self._finish(
+                Thread.Status.FAILED, Event.Type.THREAD_FAILED, frame=frame, error=result.text
+            )
             return False
         return self._pop(frame, stack, failure_for_parent(frame, result.text), is_error=True)
 
@@ -197,7 +212,12 @@ class Run(Hooks):
         for use in msgs.tool_uses(response.content):
             self._buffer(
                 Event.Type.TOOL_CALLED,
-                {"tool": use["name"], "input": use["input"], "tool_use_id": use["id"], **self._where()},
+                {
+                    "tool": use["name"],
+                    "input": use["input"],
+                    "tool_use_id": use["id"],
+                    **self._where(),
+                },
             )
 
     @contextlib.contextmanager
@@ -278,7 +298,12 @@ class Run(Hooks):
                 self.resumed.append(s.pk)
                 self._buffer(
                     Event.Type.AGENT_RESUMED,
-                    {"tool": s.tool_name, "status": s.status, "approved": s.approved, **self._where()},
+                    {
+                        "tool": s.tool_name,
+                        "status": s.status,
+                        "approved": s.approved,
+                        **self._where(),
+                    },
                     suspension_id=s.pk,
                 )
         return result
@@ -338,24 +363,41 @@ class Run(Hooks):
         with transaction.atomic():
             n = Thread.objects.filter(
                 pk=self.thread.pk, lease_owner=self.owner, status=Thread.Status.RUNNING
-            ).update(status=Thread.Status.FAILED, error=f"Internal error: {type(error).__name__}: {error}")
+            ).update(
+                status=Thread.Status.FAILED,
+                error=f"Internal error: {type(error).__name__}: {error}",
+            )
             if n:
                 events.record(
                     Event.Type.THREAD_FAILED,
                     thread_id=self.thread.pk,
-                    payload={"status": Thread.Status.FAILED, "result": "",
-                             "error": f"Internal error: {type(error).__name__}: {error}"},
+                    payload={
+                        "status": Thread.Status.FAILED,
+                        "result": "",
+                        "error": f"Internal error: {type(error).__name__}: {error}",
+                    },
                 )
 
     def _finish(
-        self, status: str, event_type: str, frame: Frame | None = None, result: str = "", error: str = ""
+        self,
+        status: str,
+        event_type: str,
+        frame: Frame | None = None,
+        result: str = "",
+        error: str = "",
     ) -> None:
         with transaction.atomic():
             self._renew()
             if frame is not None:
                 self._save(frame)
-                final = StackFrame.Status.COMPLETED if status == Thread.Status.COMPLETED else StackFrame.Status.FAILED
-                StackFrame.objects.filter(pk=self.row.pk).update(status=final, result=result or error)
+                final = (
+                    StackFrame.Status.COMPLETED
+                    if status == Thread.Status.COMPLETED
+                    else StackFrame.Status.FAILED
+                )
+                StackFrame.objects.filter(pk=self.row.pk).update(
+                    status=final, result=result or error
+                )
             # A failure ends the frames below the top too: the thread has no stack left.
             self.thread.frames.filter(status=ACTIVE).update(
                 status=StackFrame.Status.FAILED, updated_at=self.engine.clock()
@@ -375,7 +417,13 @@ class Run(Hooks):
         self.thread.lease_owner = ""
         self.thread.lease_expires_at = None
         self.thread.save(
-            update_fields=["status", "lease_owner", "lease_expires_at", "updated_at", *(extra or [])]
+            update_fields=[
+                "status",
+                "lease_owner",
+                "lease_expires_at",
+                "updated_at",
+                *(extra or []),
+            ]
         )
 
     def _push(self, frame: Frame, child: Frame, stack: list[StackFrame]) -> None:
@@ -473,9 +521,15 @@ def breadcrumb(stack: list[StackFrame]) -> list[dict[str, Any]]:
     """The stack as FRAME_PUSHED / FRAME_POPPED carry it, bottom first: a page's breadcrumb
     is rebuilt from the last such event alone."""
     return [
-        {"id": f.pk, "label": f.label, "agent": f.agent_name, "type": f.agent_type,
-         "depth": f.depth}
+        {
+            "id": f.pk,
+            "label": f.label,
+            "agent": f.agent_name,
+            "type": f.agent_type,
+            "depth": f.depth,
+        }
         for f in stack
     ]
+
 
 engine = Engine()

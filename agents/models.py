@@ -12,14 +12,18 @@ from agents.runtime.subagents import AgentSpec
 class AgentDefinition(models.Model):
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    model = models.CharField(max_length=100, default="scripted", help_text="A Claude model id, or 'scripted'")
+    model = models.CharField(
+        max_length=100, default="scripted", help_text="A Claude model id, or 'scripted'"
+    )
     system_prompt = models.TextField(blank=True)
     tools = models.JSONField(default=list, blank=True)
     sub_agents = models.JSONField(default=list, blank=True)
     tool_overrides = models.JSONField(default=dict, blank=True)
     max_iterations = models.PositiveIntegerField(default=10)
     max_tokens = models.PositiveIntegerField(default=4096)
-    script = models.JSONField(default=list, blank=True, help_text="Scripted model only: the assistant's turns")
+    script = models.JSONField(
+        default=list, blank=True, help_text="Scripted model only: the assistant's turns"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -101,7 +105,9 @@ class StackFrame(models.Model):
         CANCELLED = "cancelled"
 
     thread = models.ForeignKey(Thread, models.CASCADE, related_name="frames")
-    parent = models.ForeignKey("self", models.CASCADE, null=True, blank=True, related_name="children")
+    parent = models.ForeignKey(
+        "self", models.CASCADE, null=True, blank=True, related_name="children"
+    )
     depth = models.PositiveIntegerField(default=0)
     agent_name = models.CharField(max_length=100)
     agent_type = models.CharField(max_length=10, choices=Type.choices, default=Type.MAIN)
@@ -128,7 +134,11 @@ class StackFrame(models.Model):
 
     @property
     def label(self) -> str:
-        return self.agent_name if self.agent_type == self.Type.MAIN else f"{self.agent_type}:{self.agent_name}"
+        return (
+            self.agent_name
+            if self.agent_type == self.Type.MAIN
+            else f"{self.agent_type}:{self.agent_name}"
+        )
 
 
 class Suspension(models.Model):
@@ -170,7 +180,9 @@ class Suspension(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     timeout = models.PositiveIntegerField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
-    on_timeout = models.CharField(max_length=10, choices=OnTimeout.choices, default=OnTimeout.REJECT)
+    on_timeout = models.CharField(
+        max_length=10, choices=OnTimeout.choices, default=OnTimeout.REJECT
+    )
     resumed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -182,7 +194,9 @@ class Suspension(models.Model):
         indexes = [
             # The inbox and GET /api/suspensions?status=pending: pending ones, oldest first.
             models.Index(
-                fields=["created_at", "id"], name="suspension_pending_idx", condition=Q(status="pending")
+                fields=["created_at", "id"],
+                name="suspension_pending_idx",
+                condition=Q(status="pending"),
             ),
             # agents.engine.expire_overdue: pending ones past their deadline.
             models.Index(

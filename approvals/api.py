@@ -22,7 +22,9 @@ MAX_PAGE_SIZE = 200
 
 def thread_payload(thread: Thread) -> dict[str, Any]:
     frames = list(thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("depth"))
-    pending = thread.suspensions.filter(status=Suspension.Status.PENDING).select_related("decided_by")
+    pending = thread.suspensions.filter(status=Suspension.Status.PENDING).select_related(
+        "decided_by"
+    )
     return {
         "id": str(thread.id),
         "agent": thread.agent.name,
@@ -73,8 +75,18 @@ def threads(request: HttpRequest) -> JsonResponse:
             return error(403, "forbidden", "You do not have permission to do this.")
         rows = Thread.objects.select_related("agent").order_by("-created_at")[:50]
         return JsonResponse(
-            {"results": [{"id": str(t.id), "agent": t.agent.name, "status": t.status, "title": t.title,
-                          "created_at": t.created_at.isoformat()} for t in rows]}
+            {
+                "results": [
+                    {
+                        "id": str(t.id),
+                        "agent": t.agent.name,
+                        "status": t.status,
+                        "title": t.title,
+                        "created_at": t.created_at.isoformat(),
+                    }
+                    for t in rows
+                ]
+            }
         )
     if not request.user.has_perm("agents.add_thread"):
         return error(403, "forbidden", "You do not have permission to start runs.")
@@ -123,8 +135,12 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     try:
         thread = actions.post_message(thread.pk, text, request.user)
     except actions.NotWaiting as e:
-        return error(409, "not_waiting_for_input", f"The thread is {e.args[0]}, not waiting for input.",
-                     status=str(e.args[0]))
+        return error(
+            409,
+            "not_waiting_for_input",
+            f"The thread is {e.args[0]}, not waiting for input.",
+            status=str(e.args[0]),
+        )
     return JsonResponse(thread_payload(thread), status=202)
 
 
@@ -136,8 +152,12 @@ def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
     try:
         thread = actions.cancel_thread(thread.pk, request.user)
     except actions.AlreadyFinished as e:
-        return error(409, "already_finished", f"The thread has already ended ({e.args[0]}).",
-                     status=str(e.args[0]))
+        return error(
+            409,
+            "already_finished",
+            f"The thread has already ended ({e.args[0]}).",
+            status=str(e.args[0]),
+        )
     return JsonResponse(thread_payload(Thread.objects.get(pk=thread.pk)))
 
 
@@ -150,7 +170,9 @@ def _decode_cursor(cursor: str) -> tuple[datetime, Any]:
         created, pk = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
         parsed = datetime.fromisoformat(created)
     except (ValueError, binascii.Error, UnicodeDecodeError) as e:
-        raise BadRequest("The cursor is not valid.", {"cursor": "Use the 'next' link as given."}) from e
+        raise BadRequest(
+            "The cursor is not valid.", {"cursor": "Use the 'next' link as given."}
+        ) from e
     if parse_uuid(pk) is None:
         raise BadRequest("The cursor is not valid.", {"cursor": "Use the 'next' link as given."})
     return parsed, pk
@@ -172,7 +194,9 @@ def suspensions(request: HttpRequest) -> JsonResponse:
         status = q.get("status")
         if status:
             if status not in Suspension.Status.values:
-                raise BadRequest("Unknown status.", {"status": f"One of {', '.join(Suspension.Status.values)}."})
+                raise BadRequest(
+                    "Unknown status.", {"status": f"One of {', '.join(Suspension.Status.values)}."}
+                )
             rows = rows.filter(status=status)
         for key, column in (("agent", "agent_name"), ("tool", "tool_name"), ("kind", "kind")):
             if q.get(key):
@@ -234,8 +258,10 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
         if unknown:
             raise BadRequest("Unknown fields.", {k: "Unknown field." for k in unknown})
         if s.kind != Suspension.Kind.INPUT:
-            raise BadRequest("This suspension asks for a decision, not an answer.",
-                             {"response": "Send approved (and reason or modifiedArgs) instead."})
+            raise BadRequest(
+                "This suspension asks for a decision, not an answer.",
+                {"response": "Send approved (and reason or modifiedArgs) instead."},
+            )
         if not isinstance(data["response"], str) or not data["response"].strip():
             raise BadRequest("The answer is empty.", {"response": "Write an answer."})
         return {"response": data["response"]}
@@ -261,8 +287,10 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
         )
     if modified is not None:
         if not data["approved"]:
-            raise BadRequest("modifiedArgs goes with an approval.",
-                             {"modifiedArgs": "Only an approval can edit the arguments."})
+            raise BadRequest(
+                "modifiedArgs goes with an approval.",
+                {"modifiedArgs": "Only an approval can edit the arguments."},
+            )
         errors = _tool_for(s).validate(modified)
         if errors:
             raise BadRequest(
@@ -275,8 +303,7 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
 def _outcome(s: Suspension, status: int) -> JsonResponse:
     body = {"suspension": suspension_payload(s), "outcome": s.outcome()}
     if status == 409:
-        body = {"error": "already_decided",
-                "detail": _conflict_detail(s), **body}
+        body = {"error": "already_decided", "detail": _conflict_detail(s), **body}
     return JsonResponse(body, status=status)
 
 
@@ -307,7 +334,9 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     decided = actions.decide(s, request.user, decision)
     if decided.created:
         return _outcome(decided.suspension, 202)
-    return _outcome(decided.suspension, 200 if actions.same_decision(decided.suspension, decision) else 409)
+    return _outcome(
+        decided.suspension, 200 if actions.same_decision(decided.suspension, decision) else 409
+    )
 
 
 @api(["GET"], perm="agents.view_thread")
@@ -329,7 +358,9 @@ def event_list(request: HttpRequest) -> JsonResponse:
     page = list(rows[:limit])
     return JsonResponse(
         {
-            "events": [{**e.as_message(), "actor": e.actor.username if e.actor else None} for e in page],
+            "events": [
+                {**e.as_message(), "actor": e.actor.username if e.actor else None} for e in page
+            ],
             "last_id": page[-1].id if page else after,
         }
     )

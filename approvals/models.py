@@ -15,7 +15,9 @@ class ApiToken(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True)
     digest = models.CharField(max_length=64, unique=True, editable=False)
-    prefix = models.CharField(max_length=12, editable=False, help_text="The token's first characters")
+    prefix = models.CharField(
+        max_length=12, editable=False, help_text="The token's first characters"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 

@@ -59,15 +59,24 @@ def pctl(values: list[float], p: float) -> float:
 def client(base: str, token: str, stop: float, out: dict, lock: threading.Lock) -> None:
     while time.monotonic() < stop:
         t0 = time.monotonic()
-        thread = call(base, token, "POST", "/api/threads", {"agent": "bench", "message": "go"})["id"]
+        thread = call(base, token, "POST", "/api/threads", {"agent": "bench", "message": "go"})[
+            "id"
+        ]
         while True:
-            pending = call(base, token, "GET", f"/api/suspensions?status=pending&thread={thread}")["results"]
+            pending = call(base, token, "GET", f"/api/suspensions?status=pending&thread={thread}")[
+                "results"
+            ]
             if pending:
                 break
             time.sleep(0.01)
         t1 = time.monotonic()
-        call(base, token, "POST", f"/api/threads/{thread}/suspensions/{pending[0]['id']}/resume",
-             {"approved": True})
+        call(
+            base,
+            token,
+            "POST",
+            f"/api/threads/{thread}/suspensions/{pending[0]['id']}/resume",
+            {"approved": True},
+        )
         while call(base, token, "GET", f"/api/threads/{thread}")["status"] != "completed":
             time.sleep(0.01)
         t2 = time.monotonic()
@@ -86,8 +95,14 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="gw-bench-"))
     run = uuid.uuid4().hex[:8]
-    env = dict(os.environ, GATEWAY_DATA_DIR=str(tmp), GATEWAY_QUEUE=f"bench-{run}",
-               GATEWAY_PREFIX=f"bench{run}", PYTHONPATH=str(ROOT), LOG_LEVEL="WARNING")
+    env = dict(
+        os.environ,
+        GATEWAY_DATA_DIR=str(tmp),
+        GATEWAY_QUEUE=f"bench-{run}",
+        GATEWAY_PREFIX=f"bench{run}",
+        PYTHONPATH=str(ROOT),
+        LOG_LEVEL="WARNING",
+    )
     database = None
     if os.environ.get("DATABASE_URL"):
         import psycopg
@@ -101,15 +116,24 @@ def main() -> None:
     manage = [py, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
     (tmp / "bench.yaml").write_text(AGENT)
-    subprocess.run([*manage, "load_agents", str(tmp / "bench.yaml")], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    printed = subprocess.run([*manage, "demo_reviewer"], env=env, check=True, capture_output=True,
-                             text=True).stdout
+    subprocess.run(
+        [*manage, "load_agents", str(tmp / "bench.yaml")],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    printed = subprocess.run(
+        [*manage, "demo_reviewer"], env=env, check=True, capture_output=True, text=True
+    ).stdout
     token = printed.split("Token:")[1].split()[0]
     port = free_port()
-    proc = subprocess.Popen([*manage, "serve", "--port", str(port), "--concurrency", str(args.workers)],
-                            env=env, stdout=(tmp / "serve.log").open("w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [*manage, "serve", "--port", str(port), "--concurrency", str(args.workers)],
+        env=env,
+        stdout=(tmp / "serve.log").open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     print(f"server log: {tmp / 'serve.log'}")
     base = f"http://127.0.0.1:{port}"
     try:
@@ -127,8 +151,10 @@ def main() -> None:
         lock = threading.Lock()
         start = time.monotonic()
         stop = start + args.seconds
-        threads = [threading.Thread(target=client, args=(base, token, stop, out, lock))
-                   for _ in range(args.clients)]
+        threads = [
+            threading.Thread(target=client, args=(base, token, stop, out, lock))
+            for _ in range(args.clients)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -140,8 +166,10 @@ def main() -> None:
         print(f"cycles: {n}  ({n / elapsed:.1f} per second)")
         for step in ("suspend", "resume", "cycle"):
             v = out[step]
-            print(f"{step:8} p50 {pctl(v, 0.5):7.1f} ms  p95 {pctl(v, 0.95):7.1f} ms  "
-                  f"p99 {pctl(v, 0.99):7.1f} ms  mean {statistics.mean(v) * 1000 if v else 0:7.1f} ms")
+            print(
+                f"{step:8} p50 {pctl(v, 0.5):7.1f} ms  p95 {pctl(v, 0.95):7.1f} ms  "
+                f"p99 {pctl(v, 0.99):7.1f} ms  mean {statistics.mean(v) * 1000 if v else 0:7.1f} ms"
+            )
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)

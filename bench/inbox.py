@@ -50,12 +50,20 @@ def fill(count: int) -> None:
         rows = []
         for i in range(start, min(count, start + batch)):
             frame = frames[i % len(frames)]
-            rows.append(Suspension(
-                thread_id=frame.thread_id, frame=frame, group=uuid.uuid4(), agent_name="bench",
-                lineage="bench", tool_use_id=f"toolu_{i}", tool_name="transfer_funds",
-                tool_input={"from_account": "A", "to_account": "B", "amount": i},
-                prompt="Paying an invoice.", timeout=3600,
-            ))
+            rows.append(
+                Suspension(
+                    thread_id=frame.thread_id,
+                    frame=frame,
+                    group=uuid.uuid4(),
+                    agent_name="bench",
+                    lineage="bench",
+                    tool_use_id=f"toolu_{i}",
+                    tool_name="transfer_funds",
+                    tool_input={"from_account": "A", "to_account": "B", "amount": i},
+                    prompt="Paying an invoice.",
+                    timeout=3600,
+                )
+            )
         Suspension.objects.bulk_create(rows)
 
 
@@ -100,12 +108,31 @@ def main() -> None:
     print(f"filled {args.pending} pending suspensions in {time.monotonic() - t0:.1f} s")
     if database:
         subprocess.run(["psql", env["DATABASE_URL"], "-qc", "VACUUM ANALYZE"], check=True)
-    token = subprocess.run([*manage, "demo_reviewer"], env=env, check=True, capture_output=True,
-                           text=True).stdout.split("Token:")[1].split()[0]
+    token = (
+        subprocess.run(
+            [*manage, "demo_reviewer"], env=env, check=True, capture_output=True, text=True
+        )
+        .stdout.split("Token:")[1]
+        .split()[0]
+    )
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                             "gateway.asgi:application"], env=env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "gateway.asgi:application",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"}
     try:

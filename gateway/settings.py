@@ -54,9 +54,7 @@ def _secret_key() -> str:
 SECRET_KEY = _secret_key()
 DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
-CSRF_TRUSTED_ORIGINS = [
-    o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o
-]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
 
 INSTALLED_APPS = [
@@ -115,7 +113,9 @@ if DATABASE_URL:
             "timeout": 30,
         }
 else:
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "gateway.sqlite3"}}
+    DATABASES = {
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "gateway.sqlite3"}
+    }
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the server, the worker and beat read while one of them writes; IMMEDIATE

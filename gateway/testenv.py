@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 
 _run = f"test-{os.getpid()}"
-os.environ.setdefault("GATEWAY_DATA_DIR", str(Path(__file__).resolve().parent.parent / "var" / _run))
+os.environ.setdefault(
+    "GATEWAY_DATA_DIR", str(Path(__file__).resolve().parent.parent / "var" / _run)
+)
 os.environ.setdefault("GATEWAY_QUEUE", f"gateway-{_run}")
 os.environ.setdefault("GATEWAY_PREFIX", f"gw{_run}")
 # Some tests race 20 requests in one process; each holds a pooled connection meanwhile.

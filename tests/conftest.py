@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = ""
+) -> Any:
     """Poll until `predicate()` is truthy; fail with `what` when it never is."""
     deadline = time.monotonic() + timeout
     while True:
@@ -50,7 +52,12 @@ def users(db: Any, settings: Any) -> dict[str, Any]:
             user.groups.add(group)
         made[name] = user
     made["admin"] = User.objects.create_superuser("admin", password="admin-password-1")
-    return {"reviewer": made["alice"], "teammate": made["bob"], "outsider": made["mallory"], "admin": made["admin"]}
+    return {
+        "reviewer": made["alice"],
+        "teammate": made["bob"],
+        "outsider": made["mallory"],
+        "admin": made["admin"],
+    }
 
 
 class Api:
@@ -127,18 +134,38 @@ class WorkerProcess:
         log = self.log_dir / f"worker-{self.count}.log"
         self.log = log
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "gateway", "worker", "-B", "-l", "info",
-             "-c", "2", "-Q", settings.CELERY_TASK_DEFAULT_QUEUE,
-             "-s", str(self.log_dir / "beat-schedule"), "--without-gossip", "--without-mingle",
-             "-n", f"test{self.count}@%h"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "gateway",
+                "worker",
+                "-B",
+                "-l",
+                "info",
+                "-c",
+                "2",
+                "-Q",
+                settings.CELERY_TASK_DEFAULT_QUEUE,
+                "-s",
+                str(self.log_dir / "beat-schedule"),
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"test{self.count}@%h",
+            ],
             cwd=ROOT,
             env=worker_env(),
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        wait_for(lambda: "ready." in log.read_text() or self.proc.poll() is not None, timeout=60,
-                 what="the Celery worker to start")
+        wait_for(
+            lambda: "ready." in log.read_text() or self.proc.poll() is not None,
+            timeout=60,
+            what="the Celery worker to start",
+        )
         if self.proc.poll() is not None:
             raise RuntimeError(f"the Celery worker exited:\n{log.read_text()[-3000:]}")
 
@@ -157,7 +184,9 @@ class WorkerProcess:
 
 
 @pytest.fixture(scope="session")
-def worker_process(django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any) -> Iterator[WorkerProcess]:
+def worker_process(
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any
+) -> Iterator[WorkerProcess]:
     with django_db_blocker.unblock():
         process = WorkerProcess(tmp_path_factory.mktemp("worker"))
         process.start()
@@ -171,3 +200,9 @@ def worker(worker_process: WorkerProcess, transactional_db: Any) -> WorkerProces
     if worker_process.proc is None or worker_process.proc.poll() is not None:
         worker_process.start()
     return worker_process
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """Tests that start the real worker run last: once started it lives for the session, and a
+    test that builds its rows by hand must not have a worker resuming them behind its back."""
+    items.sort(key=lambda item: "worker" in getattr(item, "fixturenames", ()))

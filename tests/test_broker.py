@@ -13,15 +13,20 @@ def connection(folder: Path) -> Connection:
     return Connection(
         "filesystem://",
         transport=Transport,
-        transport_options={"data_folder_in": str(folder), "data_folder_out": str(folder),
-                           "processed_folder": str(folder.parent / "processed"),
-                           "control_folder": str(folder.parent / "control"),
-                           "store_processed": False},
+        transport_options={
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+            "processed_folder": str(folder.parent / "processed"),
+            "control_folder": str(folder.parent / "control"),
+            "store_processed": False,
+        },
     )
 
 
 class BrokerTestCase:
-    def test_a_consumer_polling_while_large_messages_are_written_reads_each_whole(self, tmp_path: Path) -> None:
+    def test_a_consumer_polling_while_large_messages_are_written_reads_each_whole(
+        self, tmp_path: Path
+    ) -> None:
         folder = tmp_path / "out"
         folder.mkdir()
         (tmp_path / "processed").mkdir()

@@ -51,11 +51,18 @@ def make_run(tmp_path: Path):
     log = tmp_path / "make-run.log"
     proc = subprocess.Popen(
         ["make", "--no-print-directory", "run"],
-        cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
-        wait_for(lambda: "Serving on" in log.read_text() or proc.poll() is not None, timeout=120,
-                 what="make run to print its URL")
+        wait_for(
+            lambda: "Serving on" in log.read_text() or proc.poll() is not None,
+            timeout=120,
+            what="make run to print its URL",
+        )
         assert proc.poll() is None, log.read_text()
         wait_for(lambda: _answers(port), timeout=30, what="the server to answer")
         yield proc, port, log
@@ -95,25 +102,40 @@ class ReadmeTestCase:
         script = walkthrough()
         script = script.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
         script = script.replace("gw_paste_the_token_make_run_printed", token)
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
-                                text=True, timeout=120)
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         out = result.stdout
         assert '"status": "suspended"' in out and '"tool": "transfer_funds"' in out
         assert '"status": "completed"' in out and "The invoice is paid." in out
         types = re.findall(r"^\d+ (\w+)$", out, re.M)
         assert types == [
-            "THREAD_STARTED", "AGENT_MESSAGE", "TOOL_CALLED", "TOOL_RESULT", "AGENT_MESSAGE",
-            "TOOL_CALLED", "AGENT_SUSPENDED", "SUSPENSION_DECIDED", "AGENT_RESUMED", "TOOL_RESULT",
-            "AGENT_MESSAGE", "THREAD_COMPLETED",
+            "THREAD_STARTED",
+            "AGENT_MESSAGE",
+            "TOOL_CALLED",
+            "TOOL_RESULT",
+            "AGENT_MESSAGE",
+            "TOOL_CALLED",
+            "AGENT_SUSPENDED",
+            "SUSPENSION_DECIDED",
+            "AGENT_RESUMED",
+            "TOOL_RESULT",
+            "AGENT_MESSAGE",
+            "THREAD_COMPLETED",
         ]
 
     def test_ctrl_c_stops_the_server_the_worker_and_beat(self, make_run) -> None:
         proc, port, log = make_run
-        children = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        children = subprocess.run(
+            ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
+        ).stdout.split()
         assert len(children) >= 4  # make, serve, daphne, worker (+ its pool), beat
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
-        wait_for(lambda: not subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout,
-                 timeout=20, what="every process of make run to stop")
+        wait_for(
+            lambda: not subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True).stdout,
+            timeout=20,
+            what="every process of make run to stop",
+        )
         assert not _answers(port)

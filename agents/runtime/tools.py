@@ -116,7 +116,8 @@ class Tool:
                 known = set(error.schema.get("properties", {}))
                 patterns = list(error.schema.get("patternProperties", {}))
                 extras = [
-                    k for k in error.instance
+                    k
+                    for k in error.instance
                     if k not in known and not any(re.search(p, k) for p in patterns)
                 ]
                 for extra in sorted(extras):

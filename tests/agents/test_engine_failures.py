@@ -20,7 +20,9 @@ class Broken:
 @pytest.mark.django_db(transaction=True)
 class EngineFailureTestCase:
     def test_it_fails_the_thread_instead_of_leaving_it_runnable_forever(self, users: Any) -> None:
-        agent = AgentDefinition.objects.create(name="fragile", model="scripted", script=[{"text": "hi"}])
+        agent = AgentDefinition.objects.create(
+            name="fragile", model="scripted", script=[{"text": "hi"}]
+        )
         thread = actions.start_thread(agent, "go", users["reviewer"])
 
         assert Engine(provider=lambda frame: Broken()).advance(thread.pk) is True

@@ -81,7 +81,10 @@ def event_types(api: Any, thread_id: str) -> list[str]:
 
 
 def tool_results(thread_id: str) -> list[dict]:
-    return [e.payload for e in Event.objects.filter(thread_id=thread_id, type="TOOL_RESULT").order_by("id")]
+    return [
+        e.payload
+        for e in Event.objects.filter(thread_id=thread_id, type="TOOL_RESULT").order_by("id")
+    ]
 
 
 class CycleTestCase:
@@ -104,7 +107,11 @@ class CycleTestCase:
         [action] = DemoAction.objects.filter(thread_id=tid)
         assert action.arguments == {"from_account": "A-1", "to_account": "B-2", "amount": 200}
         types = event_types(self.api, tid)
-        tail = [t for t in types if t in ("SUSPENSION_DECIDED", "AGENT_RESUMED", "TOOL_RESULT", "THREAD_COMPLETED")]
+        tail = [
+            t
+            for t in types
+            if t in ("SUSPENSION_DECIDED", "AGENT_RESUMED", "TOOL_RESULT", "THREAD_COMPLETED")
+        ]
         assert tail == ["SUSPENSION_DECIDED", "AGENT_RESUMED", "TOOL_RESULT", "THREAD_COMPLETED"]
         s.refresh_from_db()
         assert s.decided_by.username == "alice" and s.resumed_at is not None
@@ -142,9 +149,15 @@ class CycleTestCase:
         tid = start(self.api, "payer")
         wait_status(tid, "suspended")
         [s] = pending(tid)
-        r = resume(self.api, tid, s.id, {"approved": True, "modifiedArgs": {"from_account": "A-1",
-                                                                            "to_account": "B-2",
-                                                                            "amount": "lots"}})
+        r = resume(
+            self.api,
+            tid,
+            s.id,
+            {
+                "approved": True,
+                "modifiedArgs": {"from_account": "A-1", "to_account": "B-2", "amount": "lots"},
+            },
+        )
         assert r.status_code == 400
         assert "modifiedArgs.amount" in r.json()["fields"]
         s.refresh_from_db()
@@ -181,7 +194,10 @@ class CycleTestCase:
         assert resume(self.api, tid, first.id, {"approved": True}).status_code == 202
         assert Thread.objects.get(pk=tid).status == "suspended"
         assert not Event.objects.filter(thread_id=tid, type="AGENT_RESUMED").exists()
-        assert resume(self.api, tid, second.id, {"approved": False, "reason": "not yet"}).status_code == 202
+        assert (
+            resume(self.api, tid, second.id, {"approved": False, "reason": "not yet"}).status_code
+            == 202
+        )
         wait_status(tid, "completed")
         sent = [a.arguments["to"] for a in DemoAction.objects.filter(thread_id=tid)]
         assert sent == ["one@example.com"]
@@ -217,8 +233,9 @@ class CycleTestCase:
         barrier = threading.Barrier(20, timeout=30)
 
         def decide(i: int) -> None:
-            from tests.conftest import Api
             from django.contrib.auth.models import User
+
+            from tests.conftest import Api
 
             try:
                 client = Api(User.objects.get(username="alice" if i % 2 else "bob"))
@@ -237,4 +254,3 @@ class CycleTestCase:
         assert set(codes) <= {202, 200, 409}
         assert Event.objects.filter(suspension=s, type="SUSPENSION_DECIDED").count() == 1
         wait_status(tid, "completed")
-

@@ -17,16 +17,38 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2")))
+        parser.add_argument(
+            "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         commands = {
-            "web": [py, "-m", "daphne", "-b", options["host"], "-p", str(options["port"]),
-                    "gateway.asgi:application"],
-            "worker": [py, "-m", "celery", "-A", "gateway", "worker", "-l", "warning",
-                       "-c", str(options["concurrency"]), "-Q", settings.CELERY_TASK_DEFAULT_QUEUE],
+            "web": [
+                py,
+                "-m",
+                "daphne",
+                "-b",
+                options["host"],
+                "-p",
+                str(options["port"]),
+                "gateway.asgi:application",
+            ],
+            "worker": [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "gateway",
+                "worker",
+                "-l",
+                "warning",
+                "-c",
+                str(options["concurrency"]),
+                "-Q",
+                settings.CELERY_TASK_DEFAULT_QUEUE,
+            ],
             "beat": [py, "-m", "celery", "-A", "gateway", "beat", "-l", "warning", "-s", schedule],
         }
         procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
@@ -39,7 +61,9 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         url = f"http://{options['host']}:{options['port']}/"
-        self.stdout.write(f"Serving on {url}  (Ctrl-C stops the server, the worker and beat)", ending="\n")
+        self.stdout.write(
+            f"Serving on {url}  (Ctrl-C stops the server, the worker and beat)", ending="\n"
+        )
         self.stdout.flush()
         code = 0
         while not stopping:
