@@ -121,7 +121,29 @@ def worker_env() -> dict[str, str]:
     return env
 
 
-class WorkerProcess:
+class ChildProcess:
+    """A process a fixture starts (`start` is the subclass's) and stops, or restarts."""
+
+    proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+class WorkerProcess(ChildProcess):
     def __init__(self, log_dir: Path) -> None:
         self.log_dir = log_dir
         self.proc: subprocess.Popen | None = None
@@ -168,19 +190,6 @@ class WorkerProcess:
         )
         if self.proc.poll() is not None:
             raise RuntimeError(f"the Celery worker exited:\n{log.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ARTIFACTS, ROOT, wait_for, worker_env
+from tests.conftest import ARTIFACTS, ROOT, ChildProcess, wait_for, worker_env
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -38,7 +38,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class LiveServer:
+class LiveServer(ChildProcess):
     """daphne serving gateway.asgi on a free port; restart() keeps the port, as a deploy would."""
 
     def __init__(self, log_dir: Path) -> None:
@@ -83,19 +83,6 @@ class LiveServer:
                 return r.status == 200
         except OSError:
             return False
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
 
 
 @pytest.fixture(scope="session")
