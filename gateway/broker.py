@@ -1,32 +1,94 @@
-"""The embedded broker: kombu's filesystem transport, with messages that appear whole.
+"""The embedded broker: kombu's filesystem transport, with files that appear whole.
 
 Kombu writes a message straight into the folder its consumers poll, so a worker can read a
-file before it has been written and die on the half-written JSON (celery/kombu#1551). This
-channel writes to a hidden name first and renames it into place, which POSIX makes atomic;
-the consumer's filter (`<name>.<queue>.msg`) never matches the hidden name.
+file before it has been written and die on the half-written JSON (celery/kombu#1551). The
+exchange tables in the control folder have the same race: `_queue_bind` creates the file
+empty and fills it afterwards, so a process publishing at that moment (daphne, beat or a
+worker starting up) reads an empty table and fails. This channel writes every file to a
+hidden name first and renames it into place, which POSIX makes atomic, and serializes the
+writers of an exchange table on a lock file of its own. A consumer's filter
+(`<name>.<queue>.msg`) never matches a hidden name.
 """
 
+import contextlib
+import fcntl
 import os
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from time import monotonic
 from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.utils.json import dumps
+from kombu.transport.filesystem import exchange_queue_t
+from kombu.utils.json import dumps, loads
+
+
+def write_whole(path: Path | str, data: bytes) -> None:
+    """Readers see the old file or the new one, never a part of it."""
+    folder = os.path.dirname(path)
+    partial = os.path.join(folder, f".partial-{uuid.uuid4().hex}")
+    try:
+        with open(partial, "wb") as f:
+            f.write(data)
+        os.rename(partial, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise ChannelError(f"Cannot write {path!r}") from exc
 
 
 class Channel(filesystem.Channel):
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
-        final = os.path.join(self.data_folder_out, name)
-        partial = os.path.join(self.data_folder_out, f".partial-{uuid.uuid4().hex}")
+        write_whole(os.path.join(self.data_folder_out, name), dumps(payload).encode())
+
+    # Exchange tables ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _table_lock(self, exchange: str) -> Iterator[Path]:
+        file = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        with open(self.control_folder / f".{exchange}.exchange.lock", "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield file
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def _read_table(self, file: Path) -> list[Any]:
         try:
-            with open(partial, "wb") as f:
-                f.write(dumps(payload).encode())
-            os.rename(partial, final)
+            text = file.read_text()
+        except FileNotFoundError:
+            return []
         except OSError as exc:
-            raise ChannelError(f"Cannot add file {final!r} to directory") from exc
+            raise ChannelError(f"Cannot open {file}") from exc
+        return [exchange_queue_t(*q) for q in loads(text)] if text.strip() else []
+
+    def get_table(self, exchange: str) -> list[Any]:
+        return self._read_table(self._exchange_file(exchange))
+
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        bound = exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        with self._table_lock(exchange) as file:
+            queues = self._read_table(file)
+            if bound not in queues:
+                write_whole(file, dumps([bound, *queues]).encode())
+
+    def _delete(
+        self, queue: str, exchange: str, routing_key: str, pattern: str, *args: Any, **kwargs: Any
+    ) -> None:
+        # Skip kombu's filesystem version, which rewrites the table in place.
+        super(filesystem.Channel, self)._delete(
+            queue, exchange, routing_key, pattern, *args, **kwargs
+        )
+        bound = exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        with self._table_lock(exchange) as file:
+            queues = self._read_table(file)
+            if bound in queues:
+                queues.remove(bound)
+                write_whole(file, dumps(queues).encode())
 
 
 class Transport(filesystem.Transport):

@@ -57,3 +57,52 @@ class BrokerTestCase:
         assert sorted(m["n"] for m in received) == list(range(count))
         assert all(m["body"] == body for m in received)
         assert not [p for p in folder.iterdir()]  # no partial files left behind
+
+    def test_binding_queues_while_others_publish_never_shows_a_half_written_table(
+        self, tmp_path: Path
+    ) -> None:
+        """Every process declares its queues at start-up, rewriting the exchange table, while
+        others are publishing through it: a publish must never read the table half-written."""
+        folder = tmp_path / "out"
+        folder.mkdir()
+        (tmp_path / "processed").mkdir()
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def bind(n: int) -> None:
+            try:
+                with connection(folder) as conn:
+                    channel = conn.default_channel
+                    channel.exchange_declare("fan", type="fanout")
+                    for i in range(150):
+                        channel.queue_declare(f"q{n}-{i}")
+                        channel.queue_bind(f"q{n}-{i}", "fan", routing_key="", arguments=None)
+            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+                errors.append(e)
+
+        def read() -> None:
+            try:
+                with connection(folder) as conn:
+                    channel = conn.default_channel
+                    while not stop.is_set():
+                        channel.get_table("fan")
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+
+        binders = [threading.Thread(target=bind, args=(n,)) for n in range(3)]
+        reader = threading.Thread(target=read)
+        reader.start()
+        for t in binders:
+            t.start()
+        for t in binders:
+            t.join(timeout=60)
+        stop.set()
+        reader.join(timeout=10)
+
+        assert errors == []
+        with connection(folder) as conn:
+            table = conn.default_channel.get_table("fan")
+        # No binding was lost to two writers truncating the same file.
+        assert sorted(q.queue for q in table) == sorted(
+            f"q{n}-{i}" for n in range(3) for i in range(150)
+        )
