@@ -2,6 +2,7 @@
 
 import threading
 import time
+import uuid
 from pathlib import Path
 
 from kombu import Connection
@@ -33,10 +34,16 @@ class BrokerTestCase:
         body = "x" * 400_000  # large enough that a write takes several system calls
         count = 60
         received: list[dict] = []
+        # Kombu keeps the filesystem transport's bindings in one state per process, so only a
+        # process's first declaration of a queue writes the exchange table: a fresh name, and
+        # the table written before the reader thread starts, as a worker's start-up does.
+        name = f"q{uuid.uuid4().hex}"
+        with connection(folder) as conn:
+            conn.SimpleQueue(name).close()
 
         def consume() -> None:
             with connection(folder) as conn:
-                queue = conn.SimpleQueue("q")
+                queue = conn.SimpleQueue(name)
                 deadline = time.monotonic() + 60
                 while len(received) < count and time.monotonic() < deadline:
                     try:
@@ -49,7 +56,7 @@ class BrokerTestCase:
         reader = threading.Thread(target=consume)
         reader.start()
         with connection(folder) as conn:
-            queue = conn.SimpleQueue("q")
+            queue = conn.SimpleQueue(name)
             for i in range(count):
                 queue.put({"n": i, "body": body})
         reader.join(timeout=90)
@@ -62,21 +69,24 @@ class BrokerTestCase:
         self, tmp_path: Path
     ) -> None:
         """Every process declares its queues at start-up, rewriting the exchange table, while
-        others are publishing through it: a publish must never read the table half-written."""
+        others are publishing through it: a publish must never read the table half-written.
+        (Threads stand in for processes: each binds queues of its own, which kombu's
+        per-process state does not short-circuit.)"""
         folder = tmp_path / "out"
         folder.mkdir()
         (tmp_path / "processed").mkdir()
         errors: list[BaseException] = []
         stop = threading.Event()
+        fan = f"fan{uuid.uuid4().hex}"
 
         def bind(n: int) -> None:
             try:
                 with connection(folder) as conn:
                     channel = conn.default_channel
-                    channel.exchange_declare("fan", type="fanout")
+                    channel.exchange_declare(fan, type="fanout")
                     for i in range(150):
-                        channel.queue_declare(f"q{n}-{i}")
-                        channel.queue_bind(f"q{n}-{i}", "fan", routing_key="", arguments=None)
+                        channel.queue_declare(f"{fan}-{n}-{i}")
+                        channel.queue_bind(f"{fan}-{n}-{i}", fan, routing_key="", arguments=None)
             except BaseException as e:  # noqa: BLE001 - reported by the assertion below
                 errors.append(e)
 
@@ -85,7 +95,7 @@ class BrokerTestCase:
                 with connection(folder) as conn:
                     channel = conn.default_channel
                     while not stop.is_set():
-                        channel.get_table("fan")
+                        channel.get_table(fan)
             except BaseException as e:  # noqa: BLE001
                 errors.append(e)
 
@@ -101,8 +111,8 @@ class BrokerTestCase:
 
         assert errors == []
         with connection(folder) as conn:
-            table = conn.default_channel.get_table("fan")
+            table = conn.default_channel.get_table(fan)
         # No binding was lost to two writers truncating the same file.
         assert sorted(q.queue for q in table) == sorted(
-            f"q{n}-{i}" for n in range(3) for i in range(150)
+            f"{fan}-{n}-{i}" for n in range(3) for i in range(150)
         )

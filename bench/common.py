@@ -1,0 +1,160 @@
+"""What the benchmarks share: a gateway on a fresh database, its credentials, and percentiles.
+
+`Gateway(agents_yaml, ...)` creates a database (PostgreSQL when DATABASE_URL is set, else
+SQLite in a temporary folder), migrates it, loads the agents, creates the demo reviewer and
+starts `manage.py serve` on a free port of 127.0.0.1; leaving the block stops the server and
+drops the database.
+"""
+
+import http.cookiejar
+import json
+import os
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pctl(values: list[float], p: float) -> float:
+    """The p-th percentile (0..1) of seconds, in milliseconds."""
+    values = sorted(values)
+    return values[min(len(values) - 1, int(len(values) * p))] * 1000 if values else float("nan")
+
+
+def summary(name: str, values: list[float]) -> str:
+    mean = sum(values) / len(values) * 1000 if values else float("nan")
+    return (
+        f"{name:10} n {len(values):5}  p50 {pctl(values, 0.5):7.1f} ms  "
+        f"p95 {pctl(values, 0.95):7.1f} ms  p99 {pctl(values, 0.99):7.1f} ms  "
+        f"max {pctl(values, 1):7.1f} ms  mean {mean:7.1f} ms"
+    )
+
+
+def raise_file_limit(wanted: int = 20000) -> None:
+    """Sockets are files: let this process and the server it starts open enough of them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+
+
+class Gateway:
+    def __init__(self, agents_yaml: str, serve_args: list[str] | None = None) -> None:
+        self.agents_yaml = agents_yaml
+        self.serve_args = serve_args or []
+        self.tmp = Path(tempfile.mkdtemp(prefix="gw-bench-"))
+        run = uuid.uuid4().hex[:8]
+        self.env = dict(
+            os.environ,
+            GATEWAY_DATA_DIR=str(self.tmp),
+            GATEWAY_QUEUE=f"bench-{run}",
+            GATEWAY_PREFIX=f"bench{run}",
+            PYTHONPATH=str(ROOT),
+            LOG_LEVEL="WARNING",
+        )
+        self.server_url = None
+        self.database = None
+        if os.environ.get("DATABASE_URL"):
+            self.server_url = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
+            self.database = f"gw_bench_{run}"
+            self.env["DATABASE_URL"] = f"{self.server_url}/{self.database}"
+        self.manage = [sys.executable, str(ROOT / "manage.py")]
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def setup(self) -> str:
+        if self.database:
+            return "PostgreSQL + Redis" if self.env.get("REDIS_URL") else "PostgreSQL"
+        return "embedded (SQLite + filesystem broker)"
+
+    def _admin_sql(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(f"{self.server_url}/postgres", autocommit=True) as conn:
+            conn.execute(sql)
+
+    def __enter__(self) -> "Gateway":
+        raise_file_limit()
+        if self.database:
+            self._admin_sql(f"CREATE DATABASE {self.database}")
+        subprocess.run([*self.manage, "migrate", "-v0"], env=self.env, check=True)
+        (self.tmp / "agents.yaml").write_text(self.agents_yaml)
+        subprocess.run(
+            [*self.manage, "load_agents", str(self.tmp / "agents.yaml")],
+            env=self.env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        printed = subprocess.run(
+            [*self.manage, "demo_reviewer"], env=self.env, check=True, capture_output=True,
+            text=True,
+        ).stdout
+        self.token = printed.split("Token:")[1].split()[0]
+        self.username, self.password = re.search(r"Login:\s+(\S+) / (\S+)", printed).groups()
+        self.proc = subprocess.Popen(
+            [*self.manage, "serve", "--port", str(self.port), *self.serve_args],
+            env=self.env,
+            stdout=(self.tmp / "serve.log").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        print(f"server log: {self.tmp / 'serve.log'}")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.call("GET", "/api/events?after=0&limit=1")
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        time.sleep(2)  # let the workers and beat come up
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc is not None:
+            os.killpg(self.proc.pid, signal.SIGINT)
+            self.proc.wait(timeout=30)
+        if self.database:
+            self._admin_sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
+
+    def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def session_cookie(self) -> str:
+        """Log in through the login page, as a browser does; the cookie opens the socket."""
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        page = opener.open(self.base + "/login/").read().decode()
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        form = urllib.parse.urlencode(
+            {"username": self.username, "password": self.password, "csrfmiddlewaretoken": csrf}
+        ).encode()
+        request = urllib.request.Request(self.base + "/login/", data=form)
+        request.add_header("Referer", self.base + "/login/")
+        opener.open(request).read()
+        cookies = {c.name: c.value for c in jar}
+        return f"sessionid={cookies['sessionid']}"
