@@ -76,7 +76,8 @@ def transfer_funds(args: dict[str, Any], context: ToolContext) -> str:
         context,
         "transfer_funds",
         args,
-        f"Transferred {args['amount']} {currency} from {args['from_account']} to {args['to_account']}.",
+        f"Transferred {args['amount']} {currency} "
+        f"from {args['from_account']} to {args['to_account']}.",
     )
 
 

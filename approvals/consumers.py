@@ -1,26 +1,26 @@
 """The events socket: subscribe, replay from the Event table, then stream (invariant 5).
 
-The channel layer is only a wake-up; with none configured the consumer tails the table.
-A consumer never writes state. It steps over a missing event id only once the gap has settled
-(approvals.cursor), so an event committed out of id order is still delivered, in order.
+A socket subscribes to its process's hub (approvals.hub) first, then replays from the table
+after its cursor, then applies the hub's batches. A batch that starts beyond the socket's
+cursor sends it back to the table, so nothing between is missed; ids it has already sent are
+skipped. A consumer never writes state, and it steps over a missing event id only once the gap
+has settled (approvals.cursor), so an event committed out of id order is still delivered, in
+order.
 """
 
 import asyncio
 import contextlib
-from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from agents.events import EVENTS_GROUP
-from agents.models import Event
-from approvals.cursor import GAP_WAIT, gap_settled
+from approvals.cursor import GAP_WAIT
+from approvals.hub import BATCH, Batch, contiguous, hub, read_after
 
-BATCH = 500
-TAIL_INTERVAL = 0.1
 HEARTBEAT_INTERVAL = 20
+INBOX_LIMIT = 100  # batches waiting for a slow socket; past it, it reads the table instead
 
 
 class EventConsumer(AsyncJsonWebsocketConsumer):
@@ -36,73 +36,77 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         after = (query.get("after") or ["0"])[0]
         self.cursor = int(after) if after.isdigit() else 0
         self.lock = asyncio.Lock()
+        self.inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
         self.tasks: list[asyncio.Task] = []
         self.gap_check: asyncio.Task | None = None
         await self.accept()
-        # Subscribe first, then replay: a wake-up during the replay is not lost.
-        if self.channel_layer is not None:
-            await self.channel_layer.group_add(EVENTS_GROUP, self.channel_name)
+        # Subscribe first, then replay: a batch read during the replay waits in the inbox.
+        self.hub = hub()
+        self.hub.subscribe(self)
         await self.replay()
-        if self.channel_layer is None:
-            self.tasks.append(asyncio.create_task(self.tail()))
-        self.tasks.append(asyncio.create_task(self.heartbeat()))
+        self.tasks += [asyncio.create_task(self.pump()), asyncio.create_task(self.heartbeat())]
 
     async def disconnect(self, code: int) -> None:
         for task in getattr(self, "tasks", []):
             task.cancel()
-        if self.channel_layer is not None:
-            await self.channel_layer.group_discard(EVENTS_GROUP, self.channel_name)
+        if hasattr(self, "hub"):
+            await self.hub.unsubscribe(self)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong", "cursor": self.cursor})
 
-    async def events_wake(self, message: dict[str, Any]) -> None:
-        await self.replay()
+    def deliver(self, batch: Batch) -> None:
+        """Called by the hub for every batch it reads."""
+        if self.inbox.qsize() >= INBOX_LIMIT:
+            # A slow client: drop what waits; the next batch is beyond its cursor, so the
+            # socket goes back to the table for everything it had not sent.
+            while not self.inbox.empty():
+                self.inbox.get_nowait()
+        self.inbox.put_nowait(batch)
+
+    async def pump(self) -> None:
+        while True:
+            batch = await self.inbox.get()
+            async with self.lock:
+                if batch is not None and self.cursor >= batch.prev:
+                    for row in batch.rows:
+                        if row.id > self.cursor:
+                            await self.send(text_data=row.text)
+                            self.cursor = row.id
+                    continue
+            await self.replay()
 
     async def replay(self) -> None:
+        """Send what the table holds after the cursor, up to a gap that has not settled."""
         async with self.lock:
             while True:
-                rows = await self.fetch(self.cursor)
-                for row, created_at in rows:
-                    if row["id"] != self.cursor + 1 and not await self.settled(created_at):
-                        # An earlier id may still commit: wait for it, then go on from here.
-                        self.recheck_gap()
-                        return
-                    await self.send_json(row)
-                    self.cursor = row["id"]
+                rows, stopped_at_gap = await self.read(self.cursor)
+                for row in rows:
+                    await self.send(text_data=row.text)
+                    self.cursor = row.id
+                if stopped_at_gap:
+                    # An earlier id may still commit: look again once it must have.
+                    self.recheck_gap()
+                    return
                 if len(rows) < BATCH:
                     return
 
+    @database_sync_to_async
+    def read(self, after: int) -> Any:
+        return contiguous(after, read_after(after))
+
     def recheck_gap(self) -> None:
-        """With a channel layer nothing else would call replay again until the next event."""
-        if self.channel_layer is None or self.gap_check is not None:
+        if self.gap_check is not None:
             return
 
         async def later() -> None:
             await asyncio.sleep(GAP_WAIT.total_seconds())
             self.gap_check = None
-            await self.replay()
+            self.inbox.put_nowait(None)  # the pump reads the table again
 
         self.gap_check = asyncio.create_task(later())
         self.tasks.append(self.gap_check)
-
-    @database_sync_to_async
-    def settled(self, created_at: datetime) -> bool:
-        return gap_settled(created_at)
-
-    @database_sync_to_async
-    def fetch(self, after: int) -> list[tuple[dict[str, Any], datetime]]:
-        rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")[:BATCH]
-        return [
-            ({**e.as_message(), "actor": e.actor.username if e.actor else None}, e.created_at)
-            for e in rows
-        ]
-
-    async def tail(self) -> None:
-        while True:
-            await asyncio.sleep(TAIL_INTERVAL)
-            await self.replay()
 
     async def heartbeat(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

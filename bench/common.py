@@ -104,7 +104,10 @@ class Gateway:
             stdout=subprocess.DEVNULL,
         )
         printed = subprocess.run(
-            [*self.manage, "demo_reviewer"], env=self.env, check=True, capture_output=True,
+            [*self.manage, "demo_reviewer"],
+            env=self.env,
+            check=True,
+            capture_output=True,
             text=True,
         ).stdout
         self.token = printed.split("Token:")[1].split()[0]

@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Any
 
 import websockets
-
 from common import Gateway, summary
 
 AGENT = """
@@ -83,8 +82,11 @@ async def latency(gw: Gateway, cycles: int) -> None:
     suspended, resumed, started = [], [], []
     for _ in range(cycles):
         t0 = time.time()
-        thread = (await asyncio.to_thread(call, "POST", "/api/threads",
-                                          {"agent": "bench", "message": "go"}))["id"]
+        thread = (
+            await asyncio.to_thread(
+                call, "POST", "/api/threads", {"agent": "bench", "message": "go"}
+            )
+        )["id"]
         at, event = await until(thread, "AGENT_SUSPENDED")
         suspended.append(at - created(event))
         started.append(at - t0)
@@ -122,14 +124,17 @@ async def fanout(gw: Gateway, count: int, rounds: int) -> None:
 
     worst, delays = [], []
     for r in range(rounds):
-        thread = (await asyncio.to_thread(gw.call, "POST", "/api/threads",
-                                          {"agent": "bench", "message": "go"}))["id"]
-        got = await asyncio.wait_for(
-            asyncio.gather(*(receive(ws, thread) for ws in sockets)), 30
-        )
+        thread = (
+            await asyncio.to_thread(
+                gw.call, "POST", "/api/threads", {"agent": "bench", "message": "go"}
+            )
+        )["id"]
+        got = await asyncio.wait_for(asyncio.gather(*(receive(ws, thread) for ws in sockets)), 30)
         within = sum(1 for d in got if d <= 1.0)
-        print(f"round {r + 1}: {len(got)}/{count} received, {within} within 1 s, "
-              f"last after {max(got) * 1000:.0f} ms")
+        print(
+            f"round {r + 1}: {len(got)}/{count} received, {within} within 1 s, "
+            f"last after {max(got) * 1000:.0f} ms"
+        )
         worst.append(max(got))
         delays += got
         await asyncio.sleep(1)

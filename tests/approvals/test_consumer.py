@@ -25,7 +25,8 @@ from django.utils import timezone
 from agents import actions, events
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
-from approvals.consumers import EventConsumer
+from approvals.consumers import INBOX_LIMIT, EventConsumer
+from approvals.hub import SAFETY_POLL, Batch, hub
 
 AGENTS = """
 agents:
@@ -250,6 +251,81 @@ class ConsumerTestCase:
             await ws.connect()
             [got] = await receive_events(ws, 1)
             assert got["id"] == base + 3
+            await ws.disconnect()
+
+        run(check)
+
+    def test_many_sockets_each_get_every_event_once_in_order_from_shared_reads(self) -> None:
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        sockets = [socket(self.users["reviewer"], after=base) for _ in range(40)]
+
+        async def check() -> None:
+            for ws in sockets:
+                assert (await ws.connect())[0]
+            reads_before = hub().reads
+            for _ in range(3):
+                await in_thread(
+                    lambda: events.record("AGENT_MESSAGE", thread_id=thread.pk, payload={})
+                )
+            got = [await receive_events(ws, 3) for ws in sockets]
+            reads = hub().reads - reads_before
+            expected = list(
+                await in_thread(
+                    lambda: list(
+                        Event.objects.filter(id__gt=base)
+                        .order_by("id")
+                        .values_list("id", flat=True)
+                    )
+                )
+            )
+            assert all([m["id"] for m in messages] == expected for messages in got)
+            for ws in sockets:
+                assert await ws.receive_nothing(timeout=0.05)  # and nothing twice
+            # The process read the table for all the sockets together, not once per socket.
+            assert reads < len(sockets)
+            for ws in sockets:
+                await ws.disconnect()
+
+        run(check)
+
+    def test_an_event_written_without_a_wake_up_still_arrives(self) -> None:
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        ws = socket(self.users["reviewer"], after=base)
+
+        async def check() -> None:
+            await ws.connect()
+            # Written behind the wake-up's back, as if the channel layer had lost it.
+            await in_thread(
+                lambda: Event.objects.create(type="AGENT_MESSAGE", thread=thread, payload={})
+            )
+            [got] = await receive_events(ws, 1, timeout=SAFETY_POLL + 2)
+            assert got["id"] == base + 1
+            await ws.disconnect()
+
+        run(check)
+
+    def test_a_socket_whose_batches_overflowed_catches_up_from_the_table(self) -> None:
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        ws = socket(self.users["reviewer"], after=base)
+
+        async def check() -> None:
+            await ws.connect()
+            [consumer] = list(hub().subscribers)
+            written = await in_thread(
+                lambda: [
+                    events.record("AGENT_MESSAGE", thread_id=thread.pk, payload={"n": n}).id
+                    for n in range(5)
+                ]
+            )
+            # A client too slow for its batches: more of them than a socket keeps waiting.
+            for _ in range(INBOX_LIMIT + 5):
+                consumer.deliver(Batch(prev=written[-1] + 100, rows=[]))
+            got = await receive_events(ws, 5)
+            assert [m["id"] for m in got] == written
+            assert await ws.receive_nothing(timeout=0.3)
             await ws.disconnect()
 
         run(check)

@@ -62,7 +62,8 @@ def wait_status(thread_id: str, status: str, timeout: float = 10) -> Thread:
     return wait_for(
         lambda: Thread.objects.filter(pk=thread_id, status=status).first(),
         timeout=timeout,
-        what=f"thread {thread_id} to become {status} (is {Thread.objects.get(pk=thread_id).status})",
+        what=f"thread {thread_id} to become {status} "
+        f"(is {Thread.objects.get(pk=thread_id).status})",
     )
 
 
