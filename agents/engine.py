@@ -97,9 +97,10 @@ class Engine:
             log.exception("thread %s failed unexpectedly", thread_id)
             run.fail_unexpectedly(e)
         finally:
-            Thread.objects.filter(pk=thread_id, lease_owner=owner).update(
-                lease_owner="", lease_expires_at=None
-            )
+            if not run.released:
+                Thread.objects.filter(pk=thread_id, lease_owner=owner).update(
+                    lease_owner="", lease_expires_at=None
+                )
         return True
 
     def _lease_end(self) -> Any:
@@ -133,6 +134,7 @@ class Run(Hooks):
         self.row: StackFrame | None = None
         self.buffered: list[Event] = []
         self.resumed: list[Any] = []
+        self.released = False  # a committed status change gave the lease back
 
     # The orchestration loop -------------------------------------------------------------
 
@@ -152,7 +154,7 @@ class Run(Hooks):
             decisions = self._decisions(frame)
             result = execute_turn(
                 frame,
-                llm=self.engine.provider(frame),
+                llm=self._provider(frame),
                 tools=self.engine.tools,
                 hooks=self,
                 decisions=decisions,
@@ -171,6 +173,16 @@ class Run(Hooks):
                 return
             if not go_on:
                 return
+
+    def _provider(self, frame: Frame) -> LLMProvider:
+        agent = self.thread.agent
+        if (
+            self.engine.provider is default_provider
+            and frame.model == SCRIPTED
+            and frame.agent_name == agent.name
+        ):
+            return ScriptedProvider(agent.script or [])  # read with the thread: no query
+        return self.engine.provider(frame)
 
     def _handle(self, frame: Frame, result: TurnResult, stack: list[StackFrame]) -> bool:
         """Persist what the turn ended with; True when the loop should go on."""
@@ -314,7 +326,6 @@ class Run(Hooks):
         lineage = " → ".join("main" if f.depth == 0 else f.label for f in stack)
         with transaction.atomic():
             self._renew()
-            self._save(frame)
             known = set(
                 Suspension.objects.filter(
                     frame=self.row, tool_use_id__in=[c.tool_use_id for c in result.blocking]
@@ -340,13 +351,10 @@ class Run(Hooks):
                     expires_at=now + timedelta(seconds=timeout),
                     on_timeout=call.tool.on_timeout,
                 )
-                events.record(
-                    Event.Type.AGENT_SUSPENDED,
-                    thread_id=self.thread.pk,
-                    suspension_id=s.pk,
-                    payload=suspension_payload(s),
-                )
+                self._buffer(Event.Type.AGENT_SUSPENDED, suspension_payload(s), suspension_id=s.pk)
+            self._save(frame)
             self._set_status(Thread.Status.SUSPENDED)
+        self.released = True
 
     def _wait_for_input(self, frame: Frame, text: str) -> None:
         with transaction.atomic():
@@ -358,6 +366,7 @@ class Run(Hooks):
                 payload={"text": text, **self._where()},
             )
             self._set_status(Thread.Status.WAITING_INPUT)
+        self.released = True
 
     def fail_unexpectedly(self, error: Exception) -> None:
         with transaction.atomic():
@@ -398,10 +407,11 @@ class Run(Hooks):
                 StackFrame.objects.filter(pk=self.row.pk).update(
                     status=final, result=result or error
                 )
-            # A failure ends the frames below the top too: the thread has no stack left.
-            self.thread.frames.filter(status=ACTIVE).update(
-                status=StackFrame.Status.FAILED, updated_at=self.engine.clock()
-            )
+            if frame is None or self.row.depth > 0:
+                # A failure ends the frames below the top too: the thread has no stack left.
+                self.thread.frames.filter(status=ACTIVE).update(
+                    status=StackFrame.Status.FAILED, updated_at=self.engine.clock()
+                )
             self.thread.result = result
             self.thread.error = error
             events.record(
@@ -410,6 +420,7 @@ class Run(Hooks):
                 payload={"status": status, "result": result, "error": error, "stack": []},
             )
             self._set_status(status, extra=["result", "error"])
+        self.released = True
 
     def _set_status(self, status: str, extra: list[str] | None = None) -> None:
         """The last write of a step: the new status, and the lease given back with it."""

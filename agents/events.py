@@ -1,8 +1,11 @@
 """Recording events: the one way state changes are announced, always after commit."""
 
+import asyncio
+import os
+import threading
 from typing import Any
 
-from asgiref.sync import async_to_sync
+from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -51,4 +54,27 @@ def _wake() -> None:
     layer = get_channel_layer()
     if layer is None:
         return  # no channel layer: the sockets tail the Event table themselves
-    async_to_sync(layer.group_send)(EVENTS_GROUP, {"type": "events.wake"})
+    if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
+        # A server thread (daphne): the server's own loop sends it.
+        async_to_sync(layer.group_send)(EVENTS_GROUP, WAKE)
+        return
+    # A worker or beat: async_to_sync would start a thread, a loop and a Redis connection for
+    # every wake-up; one loop per process, kept, costs a fifth of that.
+    future = asyncio.run_coroutine_threadsafe(layer.group_send(EVENTS_GROUP, WAKE), _loop())
+    future.result(timeout=10)
+
+
+WAKE = {"type": "events.wake"}
+_sender: tuple[int, asyncio.AbstractEventLoop] | None = None
+_sender_lock = threading.Lock()
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """This process's loop for sending wake-ups (a forked worker child starts its own)."""
+    global _sender
+    with _sender_lock:
+        if _sender is None or _sender[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="wake-sender", daemon=True).start()
+            _sender = (os.getpid(), loop)
+        return _sender[1]

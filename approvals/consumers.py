@@ -17,7 +17,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from approvals.cursor import GAP_WAIT
-from approvals.hub import BATCH, Batch, contiguous, hub, read_after
+from approvals.hub import BATCH, Batch, hub, read_settled
 
 HEARTBEAT_INTERVAL = 20
 INBOX_LIMIT = 100  # batches waiting for a slow socket; past it, it reads the table instead
@@ -94,7 +94,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def read(self, after: int) -> Any:
-        return contiguous(after, read_after(after))
+        return read_settled(after)
 
     def recheck_gap(self) -> None:
         if self.gap_check is not None:

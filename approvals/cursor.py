@@ -3,10 +3,16 @@
 Event ids come from a sequence, and on PostgreSQL two transactions can commit out of id order:
 id 11 may be visible while id 10 is still being written. A reader that moved its cursor to 11
 would never see 10. So pages start their socket a little behind the newest event (the client
-applies events idempotently and ignores ids it has seen), and the consumer does not step over a
-missing id until the event after the gap is GAP_WAIT old, or no writing transaction is open: by
-then the gap's transaction has committed or rolled back (approvals.consumers.EventConsumer.replay
-depends on this).
+applies events idempotently and ignores ids it has seen), and readers (approvals.hub) do not
+step over a missing id until it is gone for good:
+
+- when the event after the gap is GAP_WAIT old (no transaction that writes events lasts that
+  long), or
+- when the gap lies below the gap horizon: the last id the sequence had given at a moment
+  when no writing transaction was open. Every id below it had then committed or rolled back,
+  so a read made *after* that moment shows every one of them that will ever exist. The order
+  matters: the horizon is taken first, the rows are read after it. (Taking it after the read
+  would let a transaction commit in between, unseen, and its event be stepped over.)
 """
 
 from datetime import datetime, timedelta
@@ -33,24 +39,29 @@ def page_cursor(now: datetime | None = None) -> int:
     return newest_settled or 0
 
 
-def gap_settled(created_at: datetime, now: datetime | None = None) -> bool:
-    """May a reader step over missing ids just before an event created at `created_at`?
+def gap_horizon() -> int:
+    """Every missing event id up to the returned one is gone for good (see the module's text).
 
-    Yes once that event is GAP_WAIT old, or when no transaction that could still hold one of
-    the missing ids is open: then the gap is for good (a rolled-back insert, a deleted thread).
+    Call it before reading the rows it is applied to.
     """
-    return created_at <= (now or timezone.now()) - GAP_WAIT or not writers_in_flight()
-
-
-def writers_in_flight() -> bool:
-    """Is another connection to this database inside a transaction that has written?"""
     if connection.vendor != "postgresql":
         # SQLite transactions take the write lock before they insert (IMMEDIATE): ids become
         # visible in the order they were given, so no lower id can appear later.
-        return False
+        return 2**63 - 1
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database()"
-            " AND backend_xid IS NOT NULL AND pid <> pg_backend_pid())"
+            "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity"
+            "  WHERE datname = current_database() AND backend_xid IS NOT NULL"
+            "  AND pid <> pg_backend_pid()),"
+            " pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
+            [Event._meta.db_table],
         )
-        return bool(cursor.fetchone()[0])
+        quiet, last = cursor.fetchone()
+    return (last or 0) if quiet else 0
+
+
+def gap_settled(
+    next_id: int, created_at: datetime, horizon: int, now: datetime | None = None
+) -> bool:
+    """May a reader step over the missing ids just before event `next_id`?"""
+    return next_id <= horizon or created_at <= (now or timezone.now()) - GAP_WAIT

@@ -26,7 +26,7 @@ from channels.layers import get_channel_layer
 
 from agents.events import EVENTS_GROUP
 from agents.models import Event
-from approvals.cursor import GAP_WAIT, gap_settled, page_cursor
+from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
 
 log = logging.getLogger(__name__)
 
@@ -69,16 +69,27 @@ def read_after(after: int, limit: int = BATCH) -> list[Row]:
     ]
 
 
-def contiguous(after: int, rows: list[Row]) -> tuple[list[Row], bool]:
+def contiguous(after: int, rows: list[Row], horizon: int) -> tuple[list[Row], bool]:
     """The rows that may be applied after `after`, and whether an unsettled gap stopped them."""
     taken: list[Row] = []
     cursor = after
     for row in rows:
-        if row.id != cursor + 1 and not gap_settled(row.created_at):
+        if row.id != cursor + 1 and not gap_settled(row.id, row.created_at, horizon):
             return taken, True
         taken.append(row)
         cursor = row.id
     return taken, False
+
+
+def read_settled(after: int) -> tuple[list[Row], bool]:
+    """Events after `after` up to the first gap that has not settled (approvals.cursor), and
+    whether such a gap stopped the read. Blocking: call it in a thread."""
+    rows, stopped = contiguous(after, read_after(after), horizon=0)
+    if stopped:
+        # A gap: learn the horizon, then read again, in that order.
+        horizon = gap_horizon()
+        rows, stopped = contiguous(after, read_after(after), horizon)
+    return rows, stopped
 
 
 class EventHub:
@@ -138,7 +149,7 @@ class EventHub:
     @database_sync_to_async
     def _read(self, after: int) -> tuple[list[Row], bool]:
         self.reads += 1
-        return contiguous(after, read_after(after))
+        return read_settled(after)
 
     async def _listen(self) -> None:
         """Wake the reader on each wake-up the channel layer brings."""

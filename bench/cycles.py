@@ -1,89 +1,89 @@
 """Full approval cycles per second over HTTP: start → suspended → decision → resumed → completed.
 
-Starts daphne, workers and beat on a fresh database (PostgreSQL + Redis when DATABASE_URL and
-REDIS_URL are set, else the embedded setup), then runs CLIENTS concurrent client loops for
-SECONDS and reports cycles/s and latency percentiles of each step. Bounded in count and time;
-talks only to 127.0.0.1.
+CLIENTS concurrent clients each run cycles for SECONDS seconds: POST /api/threads, wait for
+its AGENT_SUSPENDED on the events socket (one socket, shared, as an integration would hold
+it), POST the approval, wait for THREAD_COMPLETED. Reports cycles per second and the latency
+of each half. Target: at least 80 cycles per second.
 
     .venv/bin/python bench/cycles.py --clients 16 --seconds 20 --workers 2
+
+Starts its own gateway on a fresh database (bench/common.py); talks only to 127.0.0.1.
 """
 
 import argparse
+import asyncio
 import json
-import os
-import signal
-import socket
-import statistics
-import subprocess
-import sys
-import tempfile
-import threading
 import time
-import urllib.request
-import uuid
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-AGENT = """
-agents:
-  - name: bench
-    model: scripted
-    tools: [displayConfirmation]
-    script:
-      - tool_calls:
-          - {name: displayConfirmation, input: {action: benchmark}}
-      - text: done
-"""
+from common import Gateway, summary
+from sockets import AGENT, open_socket, settle
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+async def run(gw: Gateway, clients: int, seconds: float) -> None:
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=clients + 4))
+    ws = await open_socket(gw, gw.session_cookie())
+    await settle(ws)
+    waiting: dict[tuple[str, str], asyncio.Future] = {}
+    arrived: dict[tuple[str, str], dict] = {}
 
+    async def read() -> None:
+        async for text in ws:
+            event = json.loads(text)
+            key = (event.get("thread"), event.get("type"))
+            if key in waiting:
+                waiting.pop(key).set_result(event)
+            elif key[1] in ("AGENT_SUSPENDED", "THREAD_COMPLETED", "THREAD_FAILED"):
+                arrived[key] = event
 
-def call(base: str, token: str, method: str, path: str, body: dict | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base + path, data=data, method=method)
-    req.add_header("Authorization", f"Bearer {token}")
-    req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
+    async def until(thread: str, type: str) -> dict[str, Any]:
+        if (thread, type) in arrived:
+            return arrived.pop((thread, type))
+        waiting[(thread, type)] = loop.create_future()
+        try:
+            return await asyncio.wait_for(waiting[(thread, type)], 60)
+        except TimeoutError:
+            waiting.pop((thread, type), None)
+            state = await asyncio.to_thread(gw.call, "GET", f"/api/threads/{thread}")
+            trail = await asyncio.to_thread(gw.call, "GET", f"/api/events?thread={thread}")
+            seen = [(e["id"], e["type"]) for e in trail["events"]]
+            raise RuntimeError(
+                f"no {type} for thread {thread} at the socket in 60 s; the thread is "
+                f"{state['status']}, its events: {seen}"
+            ) from None
 
+    out: dict[str, list[float]] = {"suspend": [], "resume": [], "cycle": []}
+    stop = time.monotonic() + seconds
 
-def pctl(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p))] * 1000 if values else float("nan")
-
-
-def client(base: str, token: str, stop: float, out: dict, lock: threading.Lock) -> None:
-    while time.monotonic() < stop:
-        t0 = time.monotonic()
-        thread = call(base, token, "POST", "/api/threads", {"agent": "bench", "message": "go"})[
-            "id"
-        ]
-        while True:
-            pending = call(base, token, "GET", f"/api/suspensions?status=pending&thread={thread}")[
-                "results"
-            ]
-            if pending:
-                break
-            time.sleep(0.01)
-        t1 = time.monotonic()
-        call(
-            base,
-            token,
-            "POST",
-            f"/api/threads/{thread}/suspensions/{pending[0]['id']}/resume",
-            {"approved": True},
-        )
-        while call(base, token, "GET", f"/api/threads/{thread}")["status"] != "completed":
-            time.sleep(0.01)
-        t2 = time.monotonic()
-        with lock:
+    async def client() -> None:
+        while time.monotonic() < stop:
+            t0 = time.monotonic()
+            body = {"agent": "bench", "message": "go"}
+            thread = (await asyncio.to_thread(gw.call, "POST", "/api/threads", body))["id"]
+            event = await until(thread, "AGENT_SUSPENDED")
+            t1 = time.monotonic()
+            path = f"/api/threads/{thread}/suspensions/{event['suspension']}/resume"
+            await asyncio.to_thread(gw.call, "POST", path, {"approved": True})
+            await until(thread, "THREAD_COMPLETED")
+            t2 = time.monotonic()
             out["suspend"].append(t1 - t0)
             out["resume"].append(t2 - t1)
             out["cycle"].append(t2 - t0)
+
+    reader = asyncio.create_task(read())
+    start = time.monotonic()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    elapsed = time.monotonic() - start
+    reader.cancel()
+    await ws.close()
+    n = len(out["cycle"])
+    print(f"clients: {clients}; {elapsed:.1f} s")
+    print(f"cycles: {n}  ({n / elapsed:.1f} per second)")
+    print(summary("suspend", out["suspend"]), "  (start POST → AGENT_SUSPENDED at the socket)")
+    print(summary("resume", out["resume"]), "  (AGENT_SUSPENDED → THREAD_COMPLETED)")
+    print(summary("cycle", out["cycle"]))
 
 
 def main() -> None:
@@ -91,93 +91,14 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (prefork)")
+    parser.add_argument("--web", type=int, default=1, help="daphne processes")
     args = parser.parse_args()
-
-    tmp = Path(tempfile.mkdtemp(prefix="gw-bench-"))
-    run = uuid.uuid4().hex[:8]
-    env = dict(
-        os.environ,
-        GATEWAY_DATA_DIR=str(tmp),
-        GATEWAY_QUEUE=f"bench-{run}",
-        GATEWAY_PREFIX=f"bench{run}",
-        PYTHONPATH=str(ROOT),
-        LOG_LEVEL="WARNING",
-    )
-    database = None
-    if os.environ.get("DATABASE_URL"):
-        import psycopg
-
-        server = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
-        database = f"gw_bench_{run}"
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {database}")
-        env["DATABASE_URL"] = f"{server}/{database}"
-    py = sys.executable
-    manage = [py, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True)
-    (tmp / "bench.yaml").write_text(AGENT)
-    subprocess.run(
-        [*manage, "load_agents", str(tmp / "bench.yaml")],
-        env=env,
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-    printed = subprocess.run(
-        [*manage, "demo_reviewer"], env=env, check=True, capture_output=True, text=True
-    ).stdout
-    token = printed.split("Token:")[1].split()[0]
-    port = free_port()
-    proc = subprocess.Popen(
-        [*manage, "serve", "--port", str(port), "--concurrency", str(args.workers)],
-        env=env,
-        stdout=(tmp / "serve.log").open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    print(f"server log: {tmp / 'serve.log'}")
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                call(base, token, "GET", "/api/events?after=0&limit=1")
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        time.sleep(2)  # let the workers come up
-        out: dict[str, list[float]] = {"suspend": [], "resume": [], "cycle": []}
-        lock = threading.Lock()
-        start = time.monotonic()
-        stop = start + args.seconds
-        threads = [
-            threading.Thread(target=client, args=(base, token, stop, out, lock))
-            for _ in range(args.clients)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.monotonic() - start
-        n = len(out["cycle"])
-        setup = "PostgreSQL + Redis" if database else "embedded (SQLite + filesystem broker)"
-        print(f"setup: {setup}; clients: {args.clients}; workers: {args.workers}; {elapsed:.1f} s")
-        print(f"cycles: {n}  ({n / elapsed:.1f} per second)")
-        for step in ("suspend", "resume", "cycle"):
-            v = out[step]
-            print(
-                f"{step:8} p50 {pctl(v, 0.5):7.1f} ms  p95 {pctl(v, 0.95):7.1f} ms  "
-                f"p99 {pctl(v, 0.99):7.1f} ms  mean {statistics.mean(v) * 1000 if v else 0:7.1f} ms"
-            )
-    finally:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-        if database:
-            import psycopg
-
-            with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+    serve = ["--concurrency", str(args.workers)]
+    if args.web != 1:
+        serve += ["--web-processes", str(args.web)]
+    with Gateway(AGENT, serve) as gw:
+        print(f"setup: {gw.setup}; worker processes: {args.workers}; daphne: {args.web}")
+        asyncio.run(run(gw, args.clients, args.seconds))
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from django.utils import timezone
 from agents import actions, events
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
+from approvals import hub as hub_module
 from approvals.consumers import INBOX_LIMIT, EventConsumer
 from approvals.hub import SAFETY_POLL, Batch, hub
 
@@ -192,11 +193,12 @@ class ConsumerTestCase:
         thread = start(self.users["reviewer"])
         base = newest_id()
         written, commit = threading.Event(), threading.Event()
+        slow: list[int] = []
 
         def slow_writer() -> None:
             try:
                 with transaction.atomic():
-                    Event.objects.create(id=base + 1, type="AGENT_MESSAGE", thread=thread)
+                    slow.append(Event.objects.create(type="AGENT_MESSAGE", thread=thread).id)
                     written.set()
                     commit.wait(10)
                     events.wake_after_commit()
@@ -206,7 +208,8 @@ class ConsumerTestCase:
         writer = threading.Thread(target=slow_writer)
         writer.start()
         assert written.wait(10)
-        Event.objects.create(id=base + 2, type="AGENT_MESSAGE", thread=thread)
+        fast = events.record("AGENT_MESSAGE", thread_id=thread.pk).id
+        assert fast > slow[0]
         ws = socket(self.users["reviewer"], after=base)
 
         async def check() -> None:
@@ -214,7 +217,59 @@ class ConsumerTestCase:
             assert await ws.receive_nothing(timeout=0.5)
             commit.set()
             got = await receive_events(ws, 2)
-            assert [m["id"] for m in got] == [base + 1, base + 2]
+            assert [m["id"] for m in got] == [slow[0], fast]
+            await ws.disconnect()
+
+        try:
+            run(check)
+        finally:
+            commit.set()
+            writer.join()
+
+    @pytest.mark.skipif(
+        db.connection.vendor != "postgresql",
+        reason="SQLite gives ids under its write lock, so they always become visible in order",
+    )
+    def test_an_id_committed_between_the_read_and_the_gap_check_is_not_skipped(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The reader sees 11 without 10; 10's transaction commits right then. Deciding from a
+        # check made after the read that nobody is writing would step over 10 for good.
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        written, commit, committed = threading.Event(), threading.Event(), threading.Event()
+        slow: list[int] = []
+
+        def slow_writer() -> None:
+            try:
+                with transaction.atomic():
+                    slow.append(Event.objects.create(type="AGENT_MESSAGE", thread=thread).id)
+                    written.set()
+                    commit.wait(10)
+            finally:
+                db.connection.close()
+                committed.set()
+
+        writer = threading.Thread(target=slow_writer)
+        writer.start()
+        assert written.wait(10)
+        fast = events.record("AGENT_MESSAGE", thread_id=thread.pk).id
+        real_read = hub_module.read_after
+
+        def read_then_let_it_commit(after: int, limit: int = hub_module.BATCH) -> list:
+            rows = real_read(after, limit)
+            if [r.id for r in rows if r.id > base] == [fast]:
+                commit.set()  # the slow transaction commits just after this read
+                committed.wait(10)
+            return rows
+
+        monkeypatch.setattr(hub_module, "read_after", read_then_let_it_commit)
+        ws = socket(self.users["reviewer"], after=base)
+
+        async def check() -> None:
+            await ws.connect()
+            got = await receive_events(ws, 2, timeout=1.5)  # well before GAP_WAIT
+            assert [m["id"] for m in got] == [slow[0], fast]
             await ws.disconnect()
 
         try:
@@ -226,8 +281,9 @@ class ConsumerTestCase:
     def test_it_steps_over_the_id_of_a_deleted_event_at_once(self) -> None:
         thread = start(self.users["reviewer"])
         base = newest_id()
-        Event.objects.create(id=base + 1, type="AGENT_MESSAGE", thread=thread).delete()
-        Event.objects.create(id=base + 2, type="AGENT_MESSAGE", thread=thread)
+        Event.objects.create(type="AGENT_MESSAGE", thread=thread).delete()
+        kept = Event.objects.create(type="AGENT_MESSAGE", thread=thread)
+        assert kept.id == base + 2
         ws = socket(self.users["reviewer"], after=base)
 
         async def check() -> None:

@@ -2,13 +2,14 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -20,38 +21,85 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
         )
+        parser.add_argument(
+            "--web-processes",
+            type=int,
+            default=int(os.environ.get("WEB_PROCESSES", "1")),
+            help="daphne processes sharing the port (each runs its own socket hub)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
-        commands = {
-            "web": [
+        web = options["web_processes"]
+        if web < 1:
+            raise CommandError("--web-processes must be at least 1.")
+        listener = None
+        bind = ["-b", options["host"], "-p", str(options["port"])]
+        if web > 1:
+            # One listening socket, opened here and inherited: the kernel hands each new
+            # connection to one of the daphne processes.
+            family = socket.AF_INET6 if ":" in options["host"] else socket.AF_INET
+            listener = socket.socket(family, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((options["host"], options["port"]))
+            listener.listen(1024)
+            listener.set_inheritable(True)
+        daphne = (
+            [py, "-m", "daphne", *bind, "gateway.asgi:application"]
+            if web == 1
+            else [
+                # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID), which
+                # Twisted, under daphne, knows how to adopt.
                 py,
-                "-m",
-                "daphne",
-                "-b",
-                options["host"],
-                "-p",
-                str(options["port"]),
-                "gateway.asgi:application",
-            ],
-            "worker": [
-                py,
-                "-m",
-                "celery",
-                "-A",
-                "gateway",
-                "worker",
-                "-l",
-                "warning",
                 "-c",
-                str(options["concurrency"]),
-                "-Q",
-                settings.CELERY_TASK_DEFAULT_QUEUE,
-            ],
-            "beat": [py, "-m", "celery", "-A", "gateway", "beat", "-l", "warning", "-s", schedule],
+                "import os, sys; os.dup2(int(sys.argv[1]), 3);"
+                " os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid()));"
+                " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
+                str(listener.fileno()),
+                "-e",
+                f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
+                "gateway.asgi:application",
+            ]
+        )
+        commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
+        commands.update(
+            {
+                "worker": [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "gateway",
+                    "worker",
+                    "-l",
+                    "warning",
+                    "-c",
+                    str(options["concurrency"]),
+                    "-Q",
+                    settings.CELERY_TASK_DEFAULT_QUEUE,
+                ],
+                "beat": [
+                    py,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "gateway",
+                    "beat",
+                    "-l",
+                    "warning",
+                    "-s",
+                    schedule,
+                ],
+            }
+        )
+        inherit = (listener.fileno(),) if listener is not None else ()
+        procs = {
+            name: subprocess.Popen(cmd, pass_fds=inherit if name.startswith("web") else ())
+            for name, cmd in commands.items()
         }
-        procs = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+        if listener is not None:
+            listener.close()  # the daphne processes hold it now
         stopping = False
 
         def stop(signum: int, frame: Any) -> None:
