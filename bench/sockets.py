@@ -79,7 +79,7 @@ async def latency(gw: Gateway, cycles: int) -> None:
 
     reader = asyncio.create_task(read())
     call = gw.call
-    suspended, resumed, started = [], [], []
+    suspended, resumed, started, answered = [], [], [], []
     for _ in range(cycles):
         t0 = time.time()
         thread = (
@@ -93,6 +93,7 @@ async def latency(gw: Gateway, cycles: int) -> None:
         t1 = time.time()
         path = f"/api/threads/{thread}/suspensions/{event['suspension']}/resume"
         await asyncio.to_thread(call, "POST", path, {"approved": True})
+        answered.append(time.time() - t1)
         at, _ = await until(thread, "AGENT_RESUMED")
         resumed.append(at - t1)
         await until(thread, "THREAD_COMPLETED")
@@ -103,6 +104,7 @@ async def latency(gw: Gateway, cycles: int) -> None:
     print(summary("suspended", suspended), "  (blocking call → AGENT_SUSPENDED at the socket)")
     print(summary("resumed", resumed), "  (decision POST sent → AGENT_RESUMED at the socket)")
     print(summary("started", started), "  (start POST sent → AGENT_SUSPENDED at the socket)")
+    print(summary("answered", answered), "  (decision POST sent → its 202 received)")
 
 
 async def fanout(gw: Gateway, count: int, rounds: int) -> None:

@@ -54,7 +54,8 @@ class Command(BaseCommand):
                 py,
                 "-c",
                 "import os, sys; os.dup2(int(sys.argv[1]), 3);"
-                " os.environ.update(LISTEN_FDS='1', LISTEN_PID=str(os.getpid()));"
+                " os.environ.update(LISTEN_FDS='1', LISTEN_FDNAMES='web',"
+                " LISTEN_PID=str(os.getpid()));"
                 " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
                 str(listener.fileno()),
                 "-e",
