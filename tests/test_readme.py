@@ -28,10 +28,12 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def make_run(tmp_path: Path):
-    """`make run` on a fresh data folder (and a fresh PostgreSQL database in that setup)."""
+def make_run(tmp_path: Path, request: pytest.FixtureRequest):
+    """`make run` on a fresh data folder (and a fresh PostgreSQL database in that setup);
+    a test may add environment variables through indirect parametrization."""
     port = free_port()
     env = dict(os.environ)
+    env.update(getattr(request, "param", {}))
     run_id = uuid.uuid4().hex[:8]
     env.update(
         PORT=str(port),
@@ -91,13 +93,28 @@ def _answers(port: int) -> bool:
 
 
 class ReadmeTestCase:
-    def test_the_walkthrough_works_as_written(self, make_run) -> None:
+    @pytest.mark.parametrize(
+        "make_run", [{}, {"WEB_PROCESSES": "2"}], indirect=True, ids=["one-daphne", "two-daphnes"]
+    )
+    def test_the_walkthrough_works_as_written(
+        self, make_run, request: pytest.FixtureRequest
+    ) -> None:
         proc, port, log = make_run
         printed = log.read_text()
         token = re.search(r"Token:\s+(gw_\S+)", printed).group(1)
         login = re.search(r"Login:\s+(\S+) / (\S+)", printed)
         assert login and login.group(1) == "reviewer"
         assert f"http://127.0.0.1:{port}/" in printed
+        # As many daphne processes as WEB_PROCESSES asks for, all serving the one port.
+        wanted = int(request.node.callspec.params["make_run"].get("WEB_PROCESSES", "1"))
+
+        def daphnes() -> list[str]:
+            found = subprocess.run(
+                ["pgrep", "-g", str(proc.pid), "-f", "m daphne "], capture_output=True, text=True
+            )
+            return found.stdout.split()
+
+        wait_for(lambda: len(daphnes()) == wanted, timeout=30, what=f"{wanted} daphne processes")
 
         script = walkthrough()
         script = script.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
