@@ -222,20 +222,32 @@ def _time_out(s: Suspension, now: datetime) -> bool:
     return True
 
 
-def expire_overdue(now: datetime | None = None, limit: int = 500) -> int:
-    """Apply on_timeout to pending suspensions past their deadline; returns how many."""
+def expire_overdue(now: datetime | None = None, limit: int = 500, only: Any = None) -> int:
+    """Apply on_timeout to pending suspensions past their deadline (or to the one named by
+    `only`, if it is); returns how many."""
     now = now or timezone.now()
-    overdue = list(
-        Suspension.objects.filter(status=S.PENDING, expires_at__lte=now).order_by("expires_at")[
-            :limit
-        ]
-    )
+    rows = Suspension.objects.filter(status=S.PENDING, expires_at__lte=now)
+    if only is not None:
+        rows = rows.filter(pk=only)
+    overdue = list(rows.order_by("expires_at")[:limit])
     done = 0
     for s in overdue:
         with transaction.atomic():
             Thread.objects.select_for_update().filter(pk=s.thread_id).first()
             done += _time_out(s, now)
     return done
+
+
+def due_soon(within: timedelta, now: datetime | None = None, limit: int = 500) -> list[Any]:
+    """Pending suspensions whose deadline falls in the coming `within`: (id, expires_at)."""
+    now = now or timezone.now()
+    return list(
+        Suspension.objects.filter(
+            status=S.PENDING, expires_at__gt=now, expires_at__lte=now + within
+        )
+        .order_by("expires_at")
+        .values_list("pk", "expires_at")[:limit]
+    )
 
 
 def requeue_stalled(now: datetime | None = None, limit: int = 200) -> int:

@@ -1,8 +1,10 @@
 """Celery tasks: they take ids, re-read the database and return quietly when there is no work."""
 
 import logging
+from datetime import timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.db import OperationalError
 
 from agents import actions
@@ -33,10 +35,28 @@ def resume_thread(thread_id: str) -> bool:
     return engine.advance(thread_id)
 
 
+# A deadline's own task fires this long after it, so the clock has passed it for sure.
+EXPIRY_MARGIN = timedelta(milliseconds=20)
+
+
 @shared_task(ignore_result=True, expires=5)
 def sweep() -> dict[str, int]:
-    """Driven by beat every second: apply deadlines, then re-enqueue stalled threads."""
+    """Driven by beat every second: apply deadlines, then re-enqueue stalled threads.
+
+    A deadline that falls before the next sweep also gets a task of its own, due at that
+    moment, so it is applied on time rather than up to a sweep interval late. The stored
+    expires_at stays the truth (invariant 4): if that task is lost, the next sweep applies it.
+    """
     found = {"timed_out": actions.expire_overdue(), "requeued": actions.requeue_stalled()}
+    interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
+    for pk, expires_at in actions.due_soon(within=interval):
+        expire_suspension.apply_async((str(pk),), eta=expires_at + EXPIRY_MARGIN)
     if any(found.values()):
         log.info("sweep: %s", found)
     return found
+
+
+@shared_task(ignore_result=True, expires=60)
+def expire_suspension(suspension_id: str) -> int:
+    """Apply one suspension's deadline, if it has passed and nobody decided first."""
+    return actions.expire_overdue(only=suspension_id)
