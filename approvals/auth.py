@@ -4,6 +4,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from channels.security.websocket import AllowedHostsOriginValidator
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -16,7 +19,11 @@ from approvals.models import ApiToken, digest
 
 def token_user(request: HttpRequest) -> Any:
     """The token's user, None for a bad token, AnonymousUser when no token was sent."""
-    header = request.headers.get("Authorization", "")
+    return authorization_user(request.headers.get("Authorization", ""))
+
+
+def authorization_user(header: str) -> Any:
+    """The user of an Authorization header's bearer token (see token_user)."""
     if not header:
         return AnonymousUser()
     scheme, _, raw = header.partition(" ")
@@ -74,3 +81,21 @@ def api(methods: list[str], perm: str | None = None) -> Callable:
         return wrapper
 
     return decorate
+
+
+class WebSocketAuth:
+    """Who opens a socket: a bearer token when the client sends an Authorization header (API
+    clients; a browser never sends one by itself, so no origin check is needed), else the
+    browser's session, with its origin checked against ALLOWED_HOSTS."""
+
+    def __init__(self, inner: Any) -> None:
+        self.with_token = inner
+        self.with_session = AllowedHostsOriginValidator(AuthMiddlewareStack(inner))
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        header = dict(scope.get("headers", [])).get(b"authorization")
+        if header is None:
+            return await self.with_session(scope, receive, send)
+        user = await database_sync_to_async(authorization_user)(header.decode("latin1"))
+        # A bad token is an anonymous caller: the consumer closes with 4401.
+        return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)

@@ -17,10 +17,9 @@ django_wsgi_app = get_wsgi_application()
 
 from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from approvals.auth import WebSocketAuth  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -40,8 +39,6 @@ class DjangoHTTP(WsgiToAsgi):
 application = ProtocolTypeRouter(
     {
         "http": DjangoHTTP(django_wsgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": WebSocketAuth(URLRouter(websocket_urlpatterns)),
     }
 )

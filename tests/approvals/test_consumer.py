@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
-from channels.auth import AuthMiddlewareStack
-from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
 from django import db
 from django.db import transaction
@@ -26,8 +24,10 @@ from agents import actions, events
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from approvals import hub as hub_module
+from approvals.auth import WebSocketAuth
 from approvals.consumers import INBOX_LIMIT, EventConsumer
 from approvals.hub import SAFETY_POLL, Batch, hub
+from approvals.models import ApiToken
 
 AGENTS = """
 agents:
@@ -41,7 +41,7 @@ agents:
       - text: Paid.
 """
 
-application = AllowedHostsOriginValidator(AuthMiddlewareStack(EventConsumer.as_asgi()))
+application = WebSocketAuth(EventConsumer.as_asgi())  # as gateway/asgi.py wraps the route
 
 
 def session_cookie(user: Any) -> str:
@@ -126,6 +126,49 @@ class ConsumerTestCase:
         async def check() -> None:
             connected, _ = await ws.connect()
             assert not connected
+
+        run(check)
+
+    def test_an_api_client_opens_it_with_a_bearer_token_and_no_origin(self) -> None:
+        start(self.users["reviewer"])
+        newest = newest_id()
+        _, token = ApiToken.issue(self.users["reviewer"], "events client")
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
+
+        async def check() -> None:
+            connected, _ = await ws.connect()
+            assert connected
+            got = await receive_events(ws, count)
+            assert got[-1]["id"] == newest
+            await ws.disconnect()
+
+        count = Event.objects.count()
+        run(check)
+
+    @pytest.mark.parametrize("header", ["Bearer gw_not_a_token", "Basic dXNlcjpwYXNz"])
+    def test_a_bad_authorization_header_is_closed_even_with_a_session(self, header: str) -> None:
+        headers = [
+            (b"origin", b"http://localhost"),
+            (b"cookie", f"sessionid={session_cookie(self.users['reviewer'])}".encode()),
+            (b"authorization", header.encode()),
+        ]
+        ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
+
+        async def check() -> None:
+            connected, code = await ws.connect()
+            assert not connected and code == 4401
+
+        run(check)
+
+    def test_a_token_without_access_is_closed(self) -> None:
+        _, token = ApiToken.issue(self.users["outsider"], "nosy")
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
+
+        async def check() -> None:
+            connected, code = await ws.connect()
+            assert not connected and code == 4403
 
         run(check)
 
