@@ -59,6 +59,18 @@ def socket(
     return WebsocketCommunicator(application, f"/ws/events/?after={after}", headers=headers)
 
 
+def refused_with(headers: list[tuple[bytes, bytes]]) -> int:
+    """The close code of a socket opened with these headers, which must not connect."""
+    ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
+
+    async def check() -> int:
+        connected, code = await ws.connect()
+        assert not connected
+        return code
+
+    return run(check)
+
+
 def run(coro: Callable[[], Awaitable[Any]]) -> Any:
     return async_to_sync(coro)()
 
@@ -153,24 +165,11 @@ class ConsumerTestCase:
             (b"cookie", f"sessionid={session_cookie(self.users['reviewer'])}".encode()),
             (b"authorization", header.encode()),
         ]
-        ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
-
-        async def check() -> None:
-            connected, code = await ws.connect()
-            assert not connected and code == 4401
-
-        run(check)
+        assert refused_with(headers) == 4401
 
     def test_a_token_without_access_is_closed(self) -> None:
         _, token = ApiToken.issue(self.users["outsider"], "nosy")
-        headers = [(b"authorization", f"Bearer {token}".encode())]
-        ws = WebsocketCommunicator(application, "/ws/events/?after=0", headers=headers)
-
-        async def check() -> None:
-            connected, code = await ws.connect()
-            assert not connected and code == 4403
-
-        run(check)
+        assert refused_with([(b"authorization", f"Bearer {token}".encode())]) == 4403
 
     def test_it_replays_after_the_cursor_then_streams_live_events(self) -> None:
         start(self.users["reviewer"])
