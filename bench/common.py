@@ -6,6 +6,7 @@ starts `manage.py serve` on a free port of 127.0.0.1; leaving the block stops th
 drops the database.
 """
 
+import contextlib
 import http.cookiejar
 import json
 import os
@@ -95,6 +96,14 @@ class Gateway:
         raise_file_limit()
         if self.database:
             self._admin_sql(f"CREATE DATABASE {self.database}")
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()  # stop what started and drop the database
+            raise
+        return self
+
+    def _start(self) -> None:
         subprocess.run([*self.manage, "migrate", "-v0"], env=self.env, check=True)
         (self.tmp / "agents.yaml").write_text(self.agents_yaml)
         subprocess.run(
@@ -130,11 +139,11 @@ class Gateway:
                     raise
                 time.sleep(0.2)
         time.sleep(2)  # let the workers and beat come up
-        return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:
-            os.killpg(self.proc.pid, signal.SIGINT)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGINT)
             self.proc.wait(timeout=30)
         if self.database:
             self._admin_sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
