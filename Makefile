@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup system-packages run test test-embedded test-postgres lint clean
+.PHONY: setup system-packages run test test-embedded test-postgres test-faults lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,14 @@ run: $(STAMP)
 	$(PY) manage.py load_agents demo/agents.yaml
 	@echo "-- Demo reviewer (log in on the page; the token is for the API) --"
 	@$(PY) manage.py demo_reviewer
+	@echo "-- Demo admin (the admin at /admin/ and the audit trail; not a reviewer) --"
+	@$(PY) manage.py demo_admin
 	$(PY) manage.py serve
 
 test: setup
 	$(MAKE) --no-print-directory test-embedded
 	$(MAKE) --no-print-directory test-postgres
+	$(MAKE) --no-print-directory test-faults
 
 # The embedded default: SQLite, the filesystem broker, sockets tailing the Event table.
 test-embedded:
@@ -49,6 +52,11 @@ test-postgres:
 	else \
 		DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest; \
 	fi
+
+# The fault-injection suite (tests/faults): it starts, kills and restarts its own PostgreSQL
+# cluster, Redis and gateway processes, so it runs once, apart from the two runs above.
+test-faults:
+	$(PY) -m pytest tests/faults -m faults -p no:cacheprovider
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -6,21 +6,60 @@ Decisions are conditional updates, so of approve, reject, timeout and cancel exa
 two decisions of one group cannot both miss that the group is complete.
 """
 
+import functools
+import json
+import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
-from agents import events
-from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents import events, policy
+from agents.hashing import canonical_hash
+from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
 
 S = Suspension.Status
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def ladder_payload(s: Suspension) -> dict[str, Any]:
+    """A suspension's reminders and escalation as the card shows them: when the next
+    reminder goes, who it escalates to and when (or when it was)."""
+    expires = s.expires_at
+    left = s.reminders[s.reminders_sent :] if expires else []
+    escalate_at = None
+    if expires and s.escalate_before is not None:
+        escalate_at = expires - timedelta(seconds=s.escalate_before)
+    return {
+        "reminders": list(s.reminders),
+        "reminders_sent": s.reminders_sent,
+        "next_reminder_at": _iso(expires - timedelta(seconds=left[0])) if left else None,
+        "escalate_to": s.escalate_to or None,
+        "escalate_at": _iso(escalate_at),
+        "escalated_at": _iso(s.escalated_at),
+    }
+
+
+def extension_payload(s: Suspension) -> dict[str, Any] | None:
+    """Who moved the deadline, by how much and why; None while it has not been moved."""
+    if s.extended_at is None:
+        return None
+    return {
+        "by": s.extended_by_name or None,
+        "at": s.extended_at.isoformat(),
+        "seconds": s.extension_seconds,
+        "reason": s.extension_reason,
+    }
 
 
 def suspension_payload(s: Suspension) -> dict[str, Any]:
@@ -44,13 +83,46 @@ def suspension_payload(s: Suspension) -> dict[str, Any]:
         "created_at": s.created_at.isoformat() if s.created_at else None,
         "decision": s.outcome() if s.status != S.PENDING else None,
         "resumed_at": s.resumed_at.isoformat() if s.resumed_at else None,
+        "ladder": ladder_payload(s),
+        "extension": extension_payload(s),
+        # What a decision binds to (agents.versions): the pages send them back as `seen`.
+        "args_hash": s.args_hash or None,
+        "agent_version": s.agent_version,
+        # Who may decide and how far a quorum has come (agents.policy).
+        "policy": policy.payload(s),
     }
 
 
-def _enqueue(thread_id: Any) -> None:
+log = logging.getLogger(__name__)
+
+
+def _enqueue(thread_id: Any, task_name: str = "resume_thread") -> None:
+    """Send the thread to a worker once the caller's transaction commits."""
     from agents import tasks
 
-    tasks.resume_thread.delay_on_commit(str(thread_id))
+    transaction.on_commit(functools.partial(send, getattr(tasks, task_name), str(thread_id)))
+
+
+def enqueue_instance(frame_id: Any) -> None:
+    """Send an agent instance's lane to a worker once the caller's transaction commits."""
+    from agents import tasks
+
+    transaction.on_commit(functools.partial(send, tasks.run_instance, str(frame_id)))
+
+
+def send(task: Any, *args: Any) -> None:
+    """Enqueue a task whose work is already stored. The broker being away must not turn a
+    committed change into an error answer: the row says the thread is runnable, and the
+    sweeper enqueues it again (requeue_stalled) once the broker is back."""
+    try:
+        task.delay(*args)
+    except Exception:
+        log.warning(
+            "could not enqueue %s%s; the sweeper will enqueue it again",
+            task.name,
+            args,
+            exc_info=True,
+        )
 
 
 def find_agent(name: str) -> AgentSpec | None:
@@ -65,6 +137,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
         thread = Thread.objects.create(
             agent=agent,
             created_by=user,
+            created_by_name=getattr(user, "username", ""),
             title=message[:200],
             status=Thread.Status.RUNNING,
             runnable_since=timezone.now(),
@@ -88,9 +161,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             actor=user,
             payload={"agent": agent.name, "message": message, "status": thread.status},
         )
-        from agents import tasks
-
-        tasks.start_thread.delay_on_commit(str(thread.id))
+        _enqueue(thread.id, "start_thread")
     return thread
 
 
@@ -98,37 +169,206 @@ class NotWaiting(Exception):
     """The thread is not waiting for a message."""
 
 
-def post_message(thread_id: Any, text: str, user: Any) -> Thread:
-    """A user message goes to the top of the stack and the thread runs again."""
+class BadInput(ValueError):
+    """A reply the waiting agent does not accept (its input rules); nothing was changed.
+    `field` names what is wrong: "type", "text" (too long) or "data"."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+TEXT, JSON = "text/plain", "application/json"
+INPUT_TYPES = (TEXT, JSON)
+
+
+@dataclass(frozen=True)
+class InputRules:
+    max_chars: int
+    types: tuple[str, ...]
+    timeout: int  # seconds; 0: no timeout
+    on_timeout: str  # cancel | continue
+
+
+def input_rules(agent: AgentDefinition | None) -> InputRules:
+    """The agent's input rules, the settings filling what it leaves out."""
+    return InputRules(
+        max_chars=(agent.input_max_chars if agent and agent.input_max_chars else None)
+        or settings.INPUT_MAX_CHARS,
+        types=tuple(
+            (agent.input_types if agent and agent.input_types else None) or settings.INPUT_TYPES
+        ),
+        timeout=agent.input_timeout
+        if agent and agent.input_timeout is not None
+        else settings.INPUT_TIMEOUT_SECONDS,
+        on_timeout=agent.on_input_timeout if agent else "cancel",
+    )
+
+
+def _asking_frame(thread: Thread) -> StackFrame | None:
+    """The frame the user talks to: the top of the main stack."""
+    return (
+        thread.frames.filter(status=StackFrame.Status.ACTIVE, lane__isnull=True)
+        .order_by("-depth")
+        .first()
+    )
+
+
+def provide_input(
+    thread_id: Any,
+    user: Any,
+    *,
+    text: str | None = None,
+    data: Any = None,
+    content_type: str = TEXT,
+) -> Thread:
+    """A person's reply to an agent that waits for input: checked against the asking agent's
+    input rules (type, length; JSON must be an object), added to the top of the stack, and
+    the thread runs again. `text` for text/plain, `data` (or `text` holding JSON) for
+    application/json. Raises NotWaiting or BadInput, changing nothing."""
+    from agents.runtime import messages as msgs
+
     with transaction.atomic():
         thread = Thread.objects.select_for_update().get(pk=thread_id)
         if thread.status != Thread.Status.WAITING_INPUT:
             raise NotWaiting(thread.status)
-        top = thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("-depth").first()
+        top = _asking_frame(thread)
         if top is None:
             raise NotWaiting(thread.status)
-        from agents.runtime import messages as msgs
-
+        rules = input_rules(AgentDefinition.objects.filter(name=top.agent_name).first())
+        if content_type not in INPUT_TYPES:
+            raise BadInput(
+                f"Unknown input type {content_type!r}: one of {', '.join(INPUT_TYPES)}.", "type"
+            )
+        if content_type not in rules.types:
+            raise BadInput(
+                f"'{top.agent_name}' does not accept {content_type} input; it accepts "
+                f"{', '.join(rules.types)}.",
+                "type",
+            )
+        if content_type == JSON:
+            if data is None:
+                try:
+                    data = json.loads(text or "")
+                except ValueError as e:
+                    raise BadInput(f"The input is not valid JSON: {e}.", "data") from e
+            if not isinstance(data, dict):
+                raise BadInput("JSON input must be an object.", "data")
+            text = json.dumps(data, ensure_ascii=False)
+        if not isinstance(text, str) or not text.strip():
+            raise BadInput("The input is empty.", "text")
+        if len(text) > rules.max_chars:
+            raise BadInput(
+                f"The input is {len(text)} characters long; '{top.agent_name}' accepts at most "
+                f"{rules.max_chars}.",
+                "text",
+            )
         msgs.add_user_text(top.messages, text)
         top.iteration = 0  # the iteration limit counts model calls since the user last spoke
         top.save(update_fields=["messages", "iteration", "updated_at"])
         thread.status = Thread.Status.RUNNING
         thread.runnable_since = timezone.now()
-        thread.save(update_fields=["status", "runnable_since", "updated_at"])
+        thread.input_prompt = ""
+        thread.input_expires_at = None
+        thread.save(
+            update_fields=[
+                "status",
+                "runnable_since",
+                "input_prompt",
+                "input_expires_at",
+                "updated_at",
+            ]
+        )
+        where = {"frame": top.label, "depth": top.depth}
         events.record(
             Event.Type.USER_MESSAGE,
             thread_id=thread.id,
             actor=user,
-            payload={"text": text, "frame": top.label, "depth": top.depth},
+            payload={"text": text, **where},
+        )
+        events.record(
+            Event.Type.INPUT_PROVIDED,
+            thread_id=thread.id,
+            actor=user,
+            payload={"type": content_type, "length": len(text), "resumed": True, **where},
         )
         _enqueue(thread.id)
     return thread
 
 
+def post_message(thread_id: Any, text: str, user: Any) -> Thread:
+    """A user's text message goes to the top of the stack and the thread runs again."""
+    return provide_input(thread_id, user, text=text, content_type=TEXT)
+
+
+def expire_inputs(now: datetime | None = None, limit: int = 200) -> int:
+    """Threads whose wait for input ran out: cancelled, or, when the asking agent says so,
+    told that the user did not answer and run again. Returns how many."""
+    from agents.runtime import messages as msgs
+
+    now = now or timezone.now()
+    due = list(
+        Thread.objects.filter(status=Thread.Status.WAITING_INPUT, input_expires_at__lte=now)
+        .order_by("input_expires_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    done = 0
+    for pk in due:
+        with transaction.atomic():
+            thread = Thread.objects.select_for_update().get(pk=pk)
+            if thread.status != Thread.Status.WAITING_INPUT or not thread.input_expires_at:
+                continue
+            if thread.input_expires_at > now:
+                continue
+            top = _asking_frame(thread)
+            agent = AgentDefinition.objects.filter(name=top.agent_name).first() if top else None
+            rules = input_rules(agent)
+            payload = {
+                "on_timeout": rules.on_timeout,
+                "timeout": rules.timeout,
+                "expires_at": thread.input_expires_at.isoformat(),
+                "prompt": thread.input_prompt,
+            }
+            if rules.on_timeout == "continue" and top is not None:
+                note = f"The user did not answer within {rules.timeout} seconds."
+                msgs.add_user_text(top.messages, note)
+                top.iteration = 0
+                top.save(update_fields=["messages", "iteration", "updated_at"])
+                thread.status = Thread.Status.RUNNING
+                thread.runnable_since = now
+                thread.input_expires_at = None
+                thread.input_prompt = ""
+                thread.save(
+                    update_fields=[
+                        "status",
+                        "runnable_since",
+                        "input_expires_at",
+                        "input_prompt",
+                        "updated_at",
+                    ]
+                )
+                events.record(
+                    Event.Type.INPUT_TIMEOUT, thread_id=thread.id, payload={**payload, "told": note}
+                )
+                _enqueue(thread.id)
+            else:
+                events.record(Event.Type.INPUT_TIMEOUT, thread_id=thread.id, payload=payload)
+                cancel_thread(
+                    thread.id, None, now=now, reason="no answer came before the input timeout"
+                )
+            done += 1
+    return done
+
+
 @dataclass
 class Decided:
     suspension: Suspension
-    created: bool  # this call took the decision (False: it was already taken)
+    created: bool  # this call took the decision, or cast its vote (False: it was already taken)
+    # A quorum's vote that did not decide yet: who approved so far and how many are needed.
+    votes: dict[str, Any] | None = None
+
+
+Refused = policy.Refused
 
 
 def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
@@ -147,7 +387,12 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
 def decide(
     suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
 ) -> Decided:
-    """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}."""
+    """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}.
+
+    The policy the suspension was made under is checked here, for every path that decides
+    (agents.policy.check), with the thread's and the suspension's rows locked: raises
+    Refused, changing nothing. Under a quorum an approval is a vote (a Vote row and
+    SUSPENSION_VOTED) until the last one needed, which decides."""
     now = now or timezone.now()
     if "response" in decision:
         fields = {"status": S.APPROVED, "approved": True, "response": decision["response"]}
@@ -158,12 +403,35 @@ def decide(
             "reason": decision.get("reason") or "",
             "modified_args": decision.get("modifiedArgs"),
         }
+    extra: dict[str, Any] = {}
     with transaction.atomic():
-        Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
+        thread = Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
+        # The suspension's row too: the votes of a quorum are counted under it, so of twenty
+        # votes at once exactly the one that completes the count decides.
+        locked = Suspension.objects.select_for_update().filter(pk=suspension.pk).first()
+        if (
+            locked is not None
+            and locked.status == S.PENDING
+            and (locked.expires_at is None or locked.expires_at > now)
+        ):
+            policy.check(locked, user, decision, thread.created_by_id if thread else None)
+            if policy.of(locked)["quorum"] > 1 and "response" not in decision:
+                votes = _vote(locked, user, decision, now)
+                if votes["approvals"] < votes["required"] and decision["approved"]:
+                    return Decided(locked, created=True, votes=votes)
+                if decision["approved"]:
+                    # What the quorum approved: the latest edit (None: the arguments as sent).
+                    fields["modified_args"] = locked.modified_args
+                    extra = {"approved_by": votes["approved_by"], "quorum": votes["required"]}
         won = (
             Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-            .update(decided_by=user, decided_at=now, **fields)
+            .update(
+                decided_by=user,
+                decided_by_name=getattr(user, "username", ""),
+                decided_at=now,
+                **fields,
+            )
         )
         if not won:
             current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
@@ -178,14 +446,74 @@ def decide(
             thread_id=current.thread_id,
             suspension_id=current.pk,
             actor=user,
-            payload={"tool": current.tool_name, "agent": current.agent_name, **current.outcome()},
+            payload={
+                "tool": current.tool_name,
+                "agent": current.agent_name,
+                **current.outcome(),
+                **extra,
+            },
         )
         _resume_if_group_done(current, now)
     return Decided(current, created=True)
 
 
+def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """One reviewer's vote on a suspension that needs a quorum (the caller holds its lock).
+    An approval with other arguments than the current proposal is a new proposal: the count
+    starts again from it. Returns the count for the current proposal."""
+    approved = bool(decision["approved"])
+    edited = decision.get("modifiedArgs")
+    if (
+        approved
+        and edited is not None
+        and canonical_hash(edited) != canonical_hash(policy.proposal(s))
+    ):
+        Suspension.objects.filter(pk=s.pk).update(modified_args=edited)
+        s.modified_args = edited
+    digest = canonical_hash(policy.proposal(s))
+    # A reviewer who approved may still reject: their vote becomes the rejection.
+    Vote.objects.update_or_create(
+        suspension=s,
+        user=user,
+        args_hash=digest,
+        defaults={
+            "user_name": getattr(user, "username", ""),
+            "approved": approved,
+            "reason": decision.get("reason") or "",
+        },
+    )
+    approved_by = policy.approvals(s)
+    votes = {
+        "approvals": len(approved_by),
+        "required": policy.of(s)["quorum"],
+        "approved_by": approved_by,
+    }
+    if approved:
+        events.record(
+            Event.Type.SUSPENSION_VOTED,
+            thread_id=s.thread_id,
+            suspension_id=s.pk,
+            actor=user,
+            payload={
+                "tool": s.tool_name,
+                "agent": s.agent_name,
+                "by": getattr(user, "username", ""),
+                "approved": approved,
+                "reason": decision.get("reason") or "",
+                "edited_args": s.modified_args,
+                "args_hash": digest,
+                **votes,
+            },
+        )
+    return votes
+
+
 def _resume_if_group_done(s: Suspension, now: datetime) -> None:
     if Suspension.objects.filter(group=s.group, status=S.PENDING).exists():
+        return
+    lane = StackFrame.objects.filter(pk=s.frame_id).values_list("lane_id", flat=True).first()
+    if lane is not None:
+        _resume_lanes([lane], now)
         return
     n = Thread.objects.filter(pk=s.thread_id, status=Thread.Status.SUSPENDED).update(
         status=Thread.Status.RUNNING, runnable_since=now, updated_at=now
@@ -194,19 +522,35 @@ def _resume_if_group_done(s: Suspension, now: datetime) -> None:
         _enqueue(s.thread_id)
 
 
-def _time_out(s: Suspension, now: datetime) -> bool:
-    """Apply a suspension's on_timeout; the caller holds the thread's lock."""
-    approve = s.on_timeout == Suspension.OnTimeout.APPROVE
-    n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(
-        status=S.TIMED_OUT,
-        approved=approve,
-        reason=("approved" if approve else "rejected") + " automatically at the deadline",
-        decided_at=now,
+def _resume_lanes(lanes: list[Any], now: datetime) -> None:
+    """Agent instances whose suspensions are all decided run again (the thread's other
+    instances, and its main stack, never stopped for them)."""
+    runnable = list(
+        StackFrame.objects.filter(
+            pk__in=lanes, status=StackFrame.Status.ACTIVE, runnable_since__isnull=True
+        ).values_list("pk", flat=True)
     )
-    if not n:
-        return False
-    events.record(
-        Event.Type.SUSPENSION_TIMEOUT,
+    if not runnable:
+        return
+    StackFrame.objects.filter(pk__in=runnable).update(runnable_since=now)
+    for pk in runnable:
+        enqueue_instance(pk)
+
+
+def _timeout_fields(s: Suspension, now: datetime) -> dict[str, Any]:
+    approve = s.on_timeout == Suspension.OnTimeout.APPROVE
+    return {
+        "status": S.TIMED_OUT,
+        "approved": approve,
+        "reason": ("approved" if approve else "rejected") + " automatically at the deadline",
+        "decided_at": now,
+    }
+
+
+def _timeout_event(s: Suspension) -> Event:
+    approve = s.on_timeout == Suspension.OnTimeout.APPROVE
+    return Event(
+        type=Event.Type.SUSPENSION_TIMEOUT,
         thread_id=s.thread_id,
         suspension_id=s.pk,
         payload={
@@ -218,24 +562,87 @@ def _time_out(s: Suspension, now: datetime) -> bool:
             "expires_at": s.expires_at.isoformat() if s.expires_at else None,
         },
     )
+
+
+def _time_out(s: Suspension, now: datetime) -> bool:
+    """Apply a suspension's on_timeout; the caller holds the thread's lock."""
+    n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(**_timeout_fields(s, now))
+    if not n:
+        return False
+    events.record_many([_timeout_event(s)])
     _resume_if_group_done(s, now)
     return True
 
 
 def expire_overdue(now: datetime | None = None, limit: int = 500, only: Any = None) -> int:
     """Apply on_timeout to pending suspensions past their deadline (or to the one named by
-    `only`, if it is); returns how many."""
+    `only`, if it is); returns how many. One transaction per batch of `limit`."""
     now = now or timezone.now()
     rows = Suspension.objects.filter(status=S.PENDING, expires_at__lte=now)
     if only is not None:
         rows = rows.filter(pk=only)
-    overdue = list(rows.order_by("expires_at")[:limit])
+    with transaction.atomic():
+        found = list(rows.order_by("expires_at").values_list("pk", "thread_id")[:limit])
+        if not found:
+            return 0
+        # The threads' locks first, in one order (decide, cancel and the engine take a
+        # thread's lock before its suspensions'), then the rows again: a decision that
+        # committed meanwhile has taken them out of the pending set.
+        thread_ids = sorted({t for _, t in found})
+        list(
+            Thread.objects.select_for_update()
+            .filter(pk__in=thread_ids)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        overdue = list(rows.filter(pk__in=[pk for pk, _ in found]))
+        if not overdue:
+            return 0
+        for on_timeout in Suspension.OnTimeout.values:
+            same = [s for s in overdue if s.on_timeout == on_timeout]
+            if same:
+                Suspension.objects.filter(pk__in=[s.pk for s in same], status=S.PENDING).update(
+                    **_timeout_fields(same[0], now)
+                )
+        events.record_many([_timeout_event(s) for s in overdue])
+        groups = {s.group for s in overdue}
+        open_groups = set(
+            Suspension.objects.filter(group__in=groups, status=S.PENDING).values_list(
+                "group", flat=True
+            )
+        )
+        done = [s for s in overdue if s.group not in open_groups]
+        lanes = dict(
+            StackFrame.objects.filter(pk__in={s.frame_id for s in done}).values_list(
+                "pk", "lane_id"
+            )
+        )
+        _resume_lanes([lanes[s.frame_id] for s in done if lanes.get(s.frame_id)], now)
+        complete = {s.thread_id for s in done if not lanes.get(s.frame_id)}
+        runnable = list(
+            Thread.objects.filter(pk__in=complete, status=Thread.Status.SUSPENDED).values_list(
+                "pk", flat=True
+            )
+        )
+        if runnable:
+            Thread.objects.filter(pk__in=runnable).update(
+                status=Thread.Status.RUNNING, runnable_since=now, updated_at=now
+            )
+            for pk in runnable:
+                _enqueue(pk)
+    return len(overdue)
+
+
+def expire_all_overdue(budget: float = 10.0, limit: int = 500) -> int:
+    """Batches of expire_overdue until none is left or `budget` seconds have passed (the
+    next sweep goes on from there)."""
+    started = time.monotonic()
     done = 0
-    for s in overdue:
-        with transaction.atomic():
-            Thread.objects.select_for_update().filter(pk=s.thread_id).first()
-            done += _time_out(s, now)
-    return done
+    while True:
+        n = expire_overdue(limit=limit)
+        done += n
+        if n < limit or time.monotonic() - started > budget:
+            return done
 
 
 def due_soon(within: timedelta, now: datetime | None = None, limit: int = 500) -> list[Any]:
@@ -250,30 +657,61 @@ def due_soon(within: timedelta, now: datetime | None = None, limit: int = 500) -
     )
 
 
+# A thread enqueued again and still not taken waits twice as long before the next time, up to
+# this many doublings: a long queue is not flooded with copies of the same thread.
+MAX_REQUEUE_DOUBLINGS = 4
+
+
 def requeue_stalled(now: datetime | None = None, limit: int = 200) -> int:
-    """Enqueue again the runnable threads no worker has taken for a while (invariant 4)."""
+    """Enqueue again the runnable threads no worker has taken for a while (invariant 4).
+
+    runnable_since is pushed into the future by the back-off: after its n-th re-enqueue a
+    thread is due again STALLED_AFTER_SECONDS × 2^n later. A worker's claim resets both.
+    """
     now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.STALLED_AFTER_SECONDS)
-    ids = list(
-        Thread.objects.filter(status=Thread.Status.RUNNING, runnable_since__lt=stale)
+    stalled = timedelta(seconds=settings.STALLED_AFTER_SECONDS)
+    rows = list(
+        Thread.objects.filter(status=Thread.Status.RUNNING, runnable_since__lt=now - stalled)
         .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
         .order_by("runnable_since")
-        .values_list("pk", flat=True)[:limit]
+        .values_list("pk", "requeues")[:limit]
     )
-    if not ids:
+    lanes = list(
+        StackFrame.objects.filter(
+            instance__gt=0,
+            status=StackFrame.Status.ACTIVE,
+            runnable_since__lt=now - stalled,
+        )
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .order_by("runnable_since")
+        .values_list("pk", "requeues")[:limit]
+    )
+    if not rows and not lanes:
         return 0
     with transaction.atomic():
-        Thread.objects.filter(pk__in=ids).update(runnable_since=now)
-        for pk in ids:
+        for model, found in ((Thread, rows), (StackFrame, lanes)):
+            for n in sorted({n for _, n in found}):
+                wait = stalled * (2 ** min(n, MAX_REQUEUE_DOUBLINGS) - 1)
+                model.objects.filter(pk__in=[pk for pk, m in found if m == n]).update(
+                    runnable_since=now + wait, requeues=F("requeues") + 1
+                )
+        for pk, _ in rows:
             _enqueue(pk)
-    return len(ids)
+        for pk, _ in lanes:
+            enqueue_instance(pk)
+    return len(rows) + len(lanes)
 
 
 class AlreadyFinished(Exception):
     """The thread has already ended."""
 
 
-def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thread:
+def cancel_thread(
+    thread_id: Any,
+    user: Any,
+    now: datetime | None = None,
+    reason: str = "the run was cancelled",
+) -> Thread:
     """Unwind the whole stack: pending suspensions and active frames become cancelled."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -285,8 +723,9 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
             n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(
                 status=S.CANCELLED,
                 approved=False,
-                reason="the run was cancelled",
+                reason=reason,
                 decided_by=user,
+                decided_by_name=getattr(user, "username", ""),
                 decided_at=now,
             )
             if n:
@@ -303,8 +742,44 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
                     },
                 )
         active = thread.frames.filter(status=StackFrame.Status.ACTIVE)
-        unwound = [f.label for f in active.order_by("depth")]
-        active.update(status=StackFrame.Status.CANCELLED, updated_at=now)
+        unwound = [f.label for f in active.order_by("depth", "id")]
+        instances = list(active.filter(instance__gt=0))
+        active.update(
+            status=StackFrame.Status.CANCELLED,
+            updated_at=now,
+            lease_owner="",
+            lease_expires_at=None,
+            runnable_since=None,
+        )
+        StackFrame.objects.filter(pk__in=[f.pk for f in instances]).update(finished_at=now)
+        events.record_many(
+            [
+                Event(
+                    type=Event.Type.INSTANCE_FINISHED,
+                    thread_id=thread.id,
+                    actor=user,
+                    payload={
+                        "instance": f.instance_name,
+                        "frame_id": f.pk,
+                        "agent": f.agent_name,
+                        "index": f.instance,
+                        "status": "cancelled",
+                        "started_at": f.created_at.isoformat(),
+                        "finished_at": now.isoformat(),
+                        "duration_ms": int((now - f.created_at).total_seconds() * 1000),
+                        "tools": list(f.tools_used),
+                        "usage": {
+                            "input_tokens": f.input_tokens,
+                            "output_tokens": f.output_tokens,
+                        },
+                        "result": "",
+                        "is_error": True,
+                        "lane": f.pk,
+                    },
+                )
+                for f in instances
+            ]
+        )
         thread.status = Thread.Status.CANCELLED
         thread.lease_owner = ""
         thread.lease_expires_at = None
@@ -316,6 +791,7 @@ def cancel_thread(thread_id: Any, user: Any, now: datetime | None = None) -> Thr
             payload={
                 "status": thread.status,
                 "cancelled_by": getattr(user, "username", None),
+                "reason": reason,
                 "suspensions_cancelled": len(pending),
                 "frames_cancelled": unwound,
                 "stack": [],

@@ -1,6 +1,9 @@
 """The engine's app: registers the demo and sub-agent tools when Django starts."""
 
+import importlib
+
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class AgentsConfig(AppConfig):
@@ -10,3 +13,7 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         from agents import checks, demo_tools  # noqa: F401 - registering is the import
         from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
+
+        # The deployment's own tools: modules that register tools when imported.
+        for module in settings.TOOL_MODULES:
+            importlib.import_module(module)

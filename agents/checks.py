@@ -10,7 +10,11 @@ from django.core.checks import Error, register
 def check_setup(app_configs: Any, **kwargs: Any) -> list[Error]:
     errors = []
     engine = settings.DATABASES["default"]["ENGINE"]
-    if engine not in ("django.db.backends.sqlite3", "django.db.backends.postgresql"):
+    if engine not in (
+        "django.db.backends.sqlite3",
+        "django.db.backends.postgresql",
+        "gateway.postgresql",  # the same, with a pool that recovers from a restart at once
+    ):
         errors.append(
             Error(
                 f"Unsupported database engine {engine}; use SQLite or PostgreSQL.",

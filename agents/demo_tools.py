@@ -1,6 +1,7 @@
 """Demo tools: harmless, and visible in the DemoAction table, so a person can see an approved
 action happen and a rejected one not."""
 
+import time
 from typing import Any
 
 from agents.models import DemoAction
@@ -8,7 +9,11 @@ from agents.runtime.tools import BLOCKING, ToolContext, ToolError, registry
 
 
 def _note(context: ToolContext, tool: str, args: dict[str, Any], summary: str) -> str:
-    DemoAction.objects.create(thread_id=context.run, tool=tool, arguments=args, summary=summary)
+    # Keyed by the call's idempotency key: a call started again after a crash is done once.
+    DemoAction.objects.get_or_create(
+        idempotency_key=context.idempotency_key,
+        defaults={"thread_id": context.run, "tool": tool, "arguments": args, "summary": summary},
+    )
     return summary
 
 
@@ -98,3 +103,44 @@ def transfer_funds(args: dict[str, Any], context: ToolContext) -> str:
 )
 def send_email(args: dict[str, Any], context: ToolContext) -> str:
     return _note(context, "send_email", args, f"Sent '{args['subject']}' to {args['to']}.")
+
+
+@registry.tool(
+    "pause",
+    description="Wait a few seconds, as a slow lookup would (demo: does nothing else).",
+    input_schema={
+        "type": "object",
+        "properties": {"seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 10}},
+        "required": ["seconds"],
+        "additionalProperties": False,
+    },
+)
+def pause(args: dict[str, Any], context: ToolContext) -> str:
+    time.sleep(args["seconds"])
+    return f"Paused {args['seconds']:g} s."
+
+
+def _task(context: ToolContext) -> str:
+    """The text of the calling frame's opening message: an agent-tool instance's input."""
+    messages = getattr(context.frame, "messages", None) or []
+    content = messages[0].get("content") if messages else ""
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+# Every instance of an agent plays the same script, whatever its input; this tool lets a
+# scripted agent tell its inputs apart: the demo's `researcher` turns to displayConfirmation
+# (through `if_error`) only for the task about customers.
+@registry.tool(
+    "screen_task",
+    description=(
+        "Check your task against the policy: a task that concerns customers needs a reviewer's "
+        "approval before you report on it. Fails, saying so, when it does."
+    ),
+    input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+)
+def screen_task(args: dict[str, Any], context: ToolContext) -> str:
+    if "customer" in _task(context).lower():
+        raise ToolError("This task concerns customers: ask a reviewer before you report on it.")
+    return "This task needs no review."

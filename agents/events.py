@@ -1,6 +1,7 @@
 """Recording events: the one way state changes are announced, always after commit."""
 
 import asyncio
+import contextlib
 import os
 import threading
 from typing import Any
@@ -8,10 +9,17 @@ from typing import Any
 from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
+from django.dispatch import Signal
 
+from agents import chain
 from agents.models import Event
 
 EVENTS_GROUP = "events"
+
+# Sent once after each transaction that recorded events commits, in the committing process:
+# outward channels that keep their own cursor listen (webhooks.fanout.nudge). A receiver's
+# error is its own to log; it never reaches the caller.
+committed = Signal()
 
 
 def record(
@@ -22,24 +30,43 @@ def record(
     actor: Any = None,
     payload: dict[str, Any] | None = None,
 ) -> Event:
-    """Write an event in the caller's transaction and wake the sockets once it commits."""
-    event = Event.objects.create(
+    """Write an event in the caller's transaction, chained (agents.chain), and wake the
+    sockets once it commits."""
+    event = Event(
         type=type,
         thread_id=thread_id,
         suspension_id=suspension_id,
         actor=actor,
+        actor_name=getattr(actor, "username", ""),
         payload=payload or {},
     )
-    wake_after_commit()
+    with _transaction():
+        chain.seal([event])
+        event.save(force_insert=True)
+        wake_after_commit()
     return event
 
 
 def record_many(events: list[Event]) -> list[Event]:
+    """Write `events` in one insert, chained in list order."""
     if not events:
         return []
-    created = Event.objects.bulk_create(events)
-    wake_after_commit()
+    for event in events:
+        if event.actor is not None and not event.actor_name:
+            event.actor_name = event.actor.username
+    with _transaction():
+        chain.seal(events)
+        created = Event.objects.bulk_create(events)
+        wake_after_commit()
     return created
+
+
+def _transaction() -> Any:
+    """The caller's transaction, or one of its own when there is none: the chain's lock and
+    the rows it guards must commit together."""
+    if transaction.get_connection().in_atomic_block:
+        return contextlib.nullcontext()
+    return transaction.atomic()
 
 
 def wake_after_commit() -> None:
@@ -51,16 +78,23 @@ def wake_after_commit() -> None:
 
 
 def _wake() -> None:
+    committed.send_robust(Event)
+    broadcast(WAKE)
+
+
+def broadcast(message: dict[str, Any]) -> None:
+    """Send `message` to every server process's socket hub (approvals.hub), if there is a
+    channel layer; without one the hubs find out by reading the tables themselves."""
     layer = get_channel_layer()
     if layer is None:
         return  # no channel layer: the sockets tail the Event table themselves
     if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
         # A server thread (daphne): the server's own loop sends it.
-        async_to_sync(layer.group_send)(EVENTS_GROUP, WAKE)
+        async_to_sync(layer.group_send)(EVENTS_GROUP, message)
         return
     # A worker or beat: async_to_sync would start a thread, a loop and a Redis connection for
     # every wake-up; one loop per process, kept, costs a fifth of that.
-    future = asyncio.run_coroutine_threadsafe(layer.group_send(EVENTS_GROUP, WAKE), _loop())
+    future = asyncio.run_coroutine_threadsafe(layer.group_send(EVENTS_GROUP, message), _loop())
     future.result(timeout=10)
 
 

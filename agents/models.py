@@ -5,7 +5,9 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
+from agents.runtime.ladder import Ladder, build_ladder
 from agents.runtime.subagents import AgentSpec
 
 
@@ -24,6 +26,33 @@ class AgentDefinition(models.Model):
     script = models.JSONField(
         default=list, blank=True, help_text="Scripted model only: the assistant's turns"
     )
+    # Agents offered to this one as tools `agent__<name>`: each call runs a child instance of
+    # its own, concurrently with its siblings (agents.runtime.agent_tools).
+    agents_as_tools = models.JSONField(default=list, blank=True)
+    # Scripted model only: its text reaches the thread page in chunks, as a real model's does.
+    stream = models.BooleanField(default=False)
+    # Input rules for the replies a person gives when the agent waits for input (None / empty:
+    # the global settings INPUT_MAX_CHARS, INPUT_TYPES, INPUT_TIMEOUT_SECONDS).
+    input_max_chars = models.PositiveIntegerField(null=True, blank=True)
+    input_types = models.JSONField(default=list, blank=True)  # "text/plain", "application/json"
+    input_timeout = models.PositiveIntegerField(null=True, blank=True)  # seconds; 0: never
+    on_input_timeout = models.CharField(
+        max_length=10,
+        choices=[("cancel", "cancel the thread"), ("continue", "tell the agent and go on")],
+        default="cancel",
+    )
+    # Reminders and escalation for this agent's requests (agents.runtime.ladder), unless the
+    # tool sets its own: reminder times in seconds before the deadline, earliest first; the
+    # group to escalate to; and when, as written ("2": the 2nd reminder; "5m": a duration).
+    reminders = models.JSONField(default=list, blank=True)
+    escalate_to = models.CharField(max_length=150, blank=True)
+    escalate_at = models.CharField(max_length=20, blank=True)
+    # Who may decide this agent's requests, and how (agents.policy): groups, four_eyes, quorum,
+    # auto_approve / auto_reject rules; "tools": {name: the same keys} for one tool.
+    policy = models.JSONField(default=dict, blank=True)
+    # Grows each time the definition changes (agents.versions): a suspension remembers the
+    # version it was made under, and AgentVersion keeps every one.
+    version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -45,7 +74,32 @@ class AgentDefinition(models.Model):
             tool_overrides=dict(self.tool_overrides),
             max_iterations=self.max_iterations,
             max_tokens=self.max_tokens,
+            agents_as_tools=list(self.agents_as_tools),
         )
+
+    def ladder(self) -> Ladder:
+        """The agent's reminders and escalation, for tools that set none of their own."""
+        return build_ladder(self.reminders or None, self.escalate_to, self.escalate_at)
+
+
+class AgentVersion(models.Model):
+    """One version of an agent definition, kept when the file changes (never overwritten)."""
+
+    agent = models.ForeignKey(AgentDefinition, models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    # The definition as loaded (agents.versions.snapshot) and its SHA-256.
+    definition = models.JSONField(default=dict)
+    digest = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "version"], name="agent_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} v{self.version}"
 
 
 class Thread(models.Model):
@@ -64,14 +118,23 @@ class Thread(models.Model):
     result = models.TextField(blank=True)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    # Kept when the user is deleted: the trail still says who started the run.
+    created_by_name = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # How often the sweeper has enqueued the thread again since a worker last took it: each
+    # re-enqueue waits twice as long, so a long queue is not flooded with duplicates
+    # (agents.actions.requeue_stalled).
+    requeues = models.PositiveIntegerField(default=0)
     # When the thread last became runnable: the sweeper re-enqueues a runnable thread that no
     # worker has picked up for STALLED_AFTER_SECONDS (agents.engine.requeue_stalled).
     runnable_since = models.DateTimeField(null=True, blank=True)
     # The worker holding the thread, and until when (invariant 3: one worker at a time).
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Waiting for input: what was asked, and when the wait ends (the agent's input timeout).
+    input_prompt = models.TextField(blank=True)
+    input_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -81,6 +144,12 @@ class Thread(models.Model):
                 fields=["runnable_since"],
                 name="thread_runnable_idx",
                 condition=Q(status="running"),
+            ),
+            # agents.actions.expire_inputs: threads whose wait for input has run out.
+            models.Index(
+                fields=["input_expires_at"],
+                name="thread_input_due_idx",
+                condition=Q(status="waiting_input"),
             ),
         ]
 
@@ -122,23 +191,63 @@ class StackFrame(models.Model):
     tool_overrides = models.JSONField(default=dict)
     parent_tool_use_id = models.CharField(max_length=100, blank=True)
     result = models.TextField(blank=True)
+    # Agents as tools. An instance is the child frame one `agent__<name>` call starts: its
+    # number within its batch (1..N in call order), 0 for every other frame. An instance and
+    # the sub-agents it pushes form a lane, run by one worker at a time under the instance's
+    # own lease, beside the thread's main stack (whose lease is the thread's). `lane` is the
+    # instance every frame of a lane belongs to (the instance itself included); None on the
+    # main stack.
+    instance = models.PositiveIntegerField(default=0)
+    lane = models.ForeignKey(
+        "self", models.CASCADE, null=True, blank=True, related_name="lane_frames"
+    )
+    runnable_since = models.DateTimeField(null=True, blank=True)
+    requeues = models.PositiveIntegerField(default=0)
+    lease_owner = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The model's token usage in this frame, as the provider reported it.
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    # The tools this frame called, in order (an instance's line on the thread page).
+    tools_used = models.JSONField(default=list, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["thread", "depth", "id"]
-        indexes = [models.Index(fields=["thread", "status", "depth"], name="frame_stack_idx")]
+        indexes = [
+            models.Index(fields=["thread", "status", "depth"], name="frame_stack_idx"),
+            # agents.actions.requeue_stalled: runnable instances, oldest first.
+            models.Index(
+                fields=["runnable_since"],
+                name="frame_runnable_idx",
+                condition=Q(status="active", instance__gt=0),
+            ),
+        ]
+        constraints = [
+            # One instance per agent-tool call: a repeated fan-out finds it made.
+            models.UniqueConstraint(
+                fields=["parent", "parent_tool_use_id"],
+                name="instance_per_tool_use",
+                condition=Q(instance__gt=0),
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent_type}:{self.agent_name} (depth {self.depth})"
 
     @property
     def label(self) -> str:
-        return (
-            self.agent_name
-            if self.agent_type == self.Type.MAIN
-            else f"{self.agent_type}:{self.agent_name}"
-        )
+        if self.agent_type == self.Type.MAIN:
+            return self.agent_name
+        index = f"[{self.instance}]" if self.instance else ""
+        return f"{self.agent_type}:{self.agent_name}{index}"
+
+    @property
+    def instance_name(self) -> str:
+        """`research[2]`: how an instance is named on the page and in its events."""
+        return f"{self.agent_name}[{self.instance}]"
 
 
 class Suspension(models.Model):
@@ -177,6 +286,8 @@ class Suspension(models.Model):
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    # Kept when the user is deleted: the trail still says who decided.
+    decided_by_name = models.CharField(max_length=150, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     timeout = models.PositiveIntegerField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -184,6 +295,32 @@ class Suspension(models.Model):
         max_length=10, choices=OnTimeout.choices, default=OnTimeout.REJECT
     )
     resumed_at = models.DateTimeField(null=True, blank=True)
+    # The ladder it was raised with (agents.runtime.ladder), in seconds before the deadline:
+    # reminders earliest first, and how many of them are behind it (sent, or already past when
+    # it was raised); the escalation group and time, and when it was escalated.
+    reminders = models.JSONField(default=list, blank=True)
+    reminders_sent = models.PositiveSmallIntegerField(default=0)
+    escalate_to = models.CharField(max_length=150, blank=True)
+    escalate_before = models.PositiveIntegerField(null=True, blank=True)
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # When the sweeper next has a step of the ladder to apply (None: no step left).
+    next_step_at = models.DateTimeField(null=True, blank=True)
+    # A reviewer may move the deadline once (agents.actions.extend).
+    extended_at = models.DateTimeField(null=True, blank=True)
+    extended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    extended_by_name = models.CharField(max_length=150, blank=True)
+    extension_seconds = models.PositiveIntegerField(null=True, blank=True)
+    extension_reason = models.TextField(blank=True)
+    # The policy in force when the suspension was made (agents.policy), kept with it so a
+    # reload of the agent file does not change who may decide a request already shown.
+    policy = models.JSONField(default=dict, blank=True)
+    # What the reviewer is shown, to bind a decision to it: the SHA-256 of the arguments
+    # (canonical JSON), the agent version, and the SHA-256 of the tool's definition.
+    args_hash = models.CharField(max_length=64, blank=True)
+    agent_version = models.PositiveIntegerField(null=True, blank=True)
+    tool_digest = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -203,6 +340,12 @@ class Suspension(models.Model):
                 fields=["expires_at"], name="suspension_overdue_idx", condition=Q(status="pending")
             ),
             models.Index(fields=["thread", "created_at"], name="suspension_thread_idx"),
+            # agents.actions.apply_ladder_steps: pending ones with a reminder or escalation due.
+            models.Index(
+                fields=["next_step_at"],
+                name="suspension_step_due_idx",
+                condition=Q(status="pending", next_step_at__isnull=False),
+            ),
         ]
         permissions = [("decide_suspension", "Can approve, reject or answer suspensions")]
 
@@ -221,9 +364,31 @@ class Suspension(models.Model):
             "reason": self.reason,
             "modifiedArgs": self.modified_args,
             "response": self.response,
-            "decided_by": self.decided_by.username if self.decided_by else None,
+            "decided_by": self.decided_by_name or None,
             "decided_at": self.decided_at.isoformat() if self.decided_at else None,
         }
+
+
+class Vote(models.Model):
+    """One reviewer's approval or rejection of a suspension that needs a quorum."""
+
+    suspension = models.ForeignKey(Suspension, models.CASCADE, related_name="votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    user_name = models.CharField(max_length=150, blank=True)
+    approved = models.BooleanField()
+    reason = models.TextField(blank=True)
+    # The arguments this vote approved (an edit restarts the count: earlier votes approved
+    # something else).
+    args_hash = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["suspension", "user", "args_hash"], name="vote_per_reviewer"
+            )
+        ]
 
 
 class Event(models.Model):
@@ -246,16 +411,48 @@ class Event(models.Model):
         THREAD_COMPLETED = "THREAD_COMPLETED"
         THREAD_FAILED = "THREAD_FAILED"
         THREAD_CANCELLED = "THREAD_CANCELLED"
+        INSTANCE_STARTED = "INSTANCE_STARTED"
+        INSTANCE_FINISHED = "INSTANCE_FINISHED"
+        INPUT_REQUIRED = "INPUT_REQUIRED"
+        INPUT_PROVIDED = "INPUT_PROVIDED"
+        INPUT_TIMEOUT = "INPUT_TIMEOUT"
+        SUSPENSION_REMINDER = "SUSPENSION_REMINDER"
+        SUSPENSION_ESCALATED = "SUSPENSION_ESCALATED"
+        SUSPENSION_EXTENDED = "SUSPENSION_EXTENDED"
+        SUSPENSION_VOTED = "SUSPENSION_VOTED"
+        TOKEN_CREATED = "TOKEN_CREATED"
+        TOKEN_REVOKED = "TOKEN_REVOKED"
+        AGENT_VERSION_CREATED = "AGENT_VERSION_CREATED"
 
     id = models.BigAutoField(primary_key=True)
-    thread = models.ForeignKey(Thread, models.CASCADE, null=True, blank=True, related_name="events")
+    # PROTECT: a thread or suspension with a trail is never deleted (the trail is
+    # append-only); deleting one raises ProtectedError instead of cascading into it.
+    thread = models.ForeignKey(Thread, models.PROTECT, null=True, blank=True, related_name="events")
     suspension = models.ForeignKey(
-        Suspension, models.CASCADE, null=True, blank=True, related_name="events"
+        Suspension, models.PROTECT, null=True, blank=True, related_name="events"
     )
     type = models.CharField(max_length=40, choices=Type.choices)
     payload = models.JSONField(default=dict)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # Never changed once written (the trail is append-only, and on PostgreSQL a trigger
+    # refuses UPDATE and DELETE): deleting a user leaves the id and name here, with no
+    # database constraint to cascade or null it.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        models.DO_NOTHING,
+        null=True,
+        blank=True,
+        db_constraint=False,
+        related_name="+",
+    )
+    # Kept when the user is deleted: the trail still says who acted.
+    actor_name = models.CharField(max_length=150, blank=True)
+    # Hashed, so set before the insert (agents.chain.seal stamps the time of the write);
+    # auto_now_add would replace it during the insert.
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The hash chain (agents.chain): SHA-256 over the previous event's hash and this event's
+    # content, written in the transaction that records the event.
+    prev_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
+    hash = models.CharField(max_length=64, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["id"]
@@ -265,7 +462,8 @@ class Event(models.Model):
         return f"#{self.id} {self.type}"
 
     def as_message(self) -> dict:
-        """The shape of design.md's socket message and of GET /api/events."""
+        """The shape of design.md's socket message and of GET /api/events (the actor's name
+        is kept on the row, so it outlives the user)."""
         return {
             "id": self.id,
             "type": self.type,
@@ -273,7 +471,47 @@ class Event(models.Model):
             "suspension": str(self.suspension_id) if self.suspension_id else None,
             "payload": self.payload,
             "created_at": self.created_at.isoformat(),
+            "actor": self.actor_name or None,
         }
+
+
+class LiveText(models.Model):
+    """What a model is writing right now in one frame: a live view, not the record.
+
+    The worker updates it a few times a second while a model streams (agents.streaming), and
+    deletes it once the finished message is stored as an AGENT_MESSAGE event. The sockets show
+    it as it grows and a page opened mid-stream starts from it; no Event row is written per
+    token.
+    """
+
+    frame = models.OneToOneField(StackFrame, models.CASCADE, primary_key=True, related_name="+")
+    thread = models.ForeignKey(Thread, models.CASCADE, related_name="+")
+    text = models.TextField(blank=True)
+    # What the model is doing besides writing: "calling lookup_account…".
+    activity = models.CharField(max_length=200, blank=True)
+    # Grows with every update, so a page applies an update once and in order.
+    seq = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+
+class PushNotificationConfig(models.Model):
+    """Where an A2A client wants a task's updates pushed (A2A's TaskPushNotificationConfig).
+    Stored and validated here; delivery comes with the notifications."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, models.CASCADE, related_name="push_configs")
+    config_id = models.CharField(max_length=200)
+    url = models.URLField(max_length=2000)
+    token = models.CharField(max_length=500, blank=True)
+    authentication = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "config_id"], name="push_config_per_task")
+        ]
 
 
 class DemoAction(models.Model):
@@ -282,6 +520,9 @@ class DemoAction(models.Model):
 
     thread = models.ForeignKey(Thread, models.SET_NULL, null=True, blank=True, related_name="+")
     tool = models.CharField(max_length=100)
+    # The tool call's idempotency key (its tool_use id): a tool killed mid-run and started
+    # again records its effect once (agents.demo_tools).
+    idempotency_key = models.CharField(max_length=200, unique=True, null=True, blank=True)
     arguments = models.JSONField(default=dict)
     summary = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)

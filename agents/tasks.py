@@ -5,9 +5,9 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 
-from agents import actions
+from agents import actions, reminders
 from agents.engine import engine
 
 log = logging.getLogger(__name__)
@@ -16,8 +16,10 @@ TASK_OPTIONS = {
     "acks_late": True,
     "reject_on_worker_lost": True,
     "ignore_result": True,
-    # A busy SQLite file or a dropped database connection: worth another try.
-    "autoretry_for": (OperationalError,),
+    # A busy SQLite file, a dropped database connection, a cancelled statement, a lock
+    # timeout or a deadlock (agents.engine.Run.reraises): the step is tried again; what was
+    # saved before it is not run again.
+    "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": 0.2,
     "max_retries": 5,
 }
@@ -35,19 +37,33 @@ def resume_thread(thread_id: str) -> bool:
     return engine.advance(thread_id)
 
 
+@shared_task(**TASK_OPTIONS)
+def run_instance(frame_id: str) -> bool:
+    """Run an agent instance (an `agent__<name>` call) on its own; a duplicate delivery, or
+    one for an instance that finished or waits for a decision, finds nothing to do."""
+    return engine.advance_instance(frame_id)
+
+
 # A deadline's own task fires this long after it, so the clock has passed it for sure.
 EXPIRY_MARGIN = timedelta(milliseconds=20)
 
 
 @shared_task(ignore_result=True, expires=5)
 def sweep() -> dict[str, int]:
-    """Driven by beat every second: apply deadlines, then re-enqueue stalled threads.
+    """Driven by beat every second: apply deadlines, then the reminders and escalations that
+    have fallen due, then re-enqueue stalled threads.
 
     A deadline that falls before the next sweep also gets a task of its own, due at that
     moment, so it is applied on time rather than up to a sweep interval late. The stored
     expires_at stays the truth (invariant 4): if that task is lost, the next sweep applies it.
     """
-    found = {"timed_out": actions.expire_overdue(), "requeued": actions.requeue_stalled()}
+    found = {
+        "timed_out": actions.expire_all_overdue(),
+        # After the deadlines: a suspension whose deadline has passed gets no reminder.
+        "ladder_steps": reminders.apply_ladder_steps(),
+        "inputs_timed_out": actions.expire_inputs(),
+        "requeued": actions.requeue_stalled(),
+    }
     interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
     for pk, expires_at in actions.due_soon(within=interval):
         expire_suspension.apply_async((str(pk),), eta=expires_at + EXPIRY_MARGIN)

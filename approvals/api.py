@@ -2,29 +2,49 @@
 
 import base64
 import binascii
+import json
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Max, Q
+from django.conf import settings
+from django.db.models import Max, Q, Sum
 from django.http import HttpRequest, JsonResponse
 
-from agents import actions
+from agents import actions, policy, versions
 from agents.actions import suspension_payload
-from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.models import AgentDefinition, Event, LiveText, StackFrame, Suspension, Thread
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
+from approvals import admission, ratelimits, scopes
 from approvals.auth import api
-from approvals.http import BadRequest, error, json_body, parse_uuid, whole_number
+from approvals.http import (
+    BadRequest,
+    error,
+    json_body,
+    parse_uuid,
+    text_too_long,
+    whole_number,
+)
+from approvals.models import Scope
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 
 
-def thread_payload(thread: Thread) -> dict[str, Any]:
-    frames = list(thread.frames.filter(status=StackFrame.Status.ACTIVE).order_by("depth"))
-    pending = thread.suspensions.filter(status=Suspension.Status.PENDING).select_related(
-        "decided_by"
+def waiting_for_person() -> Q:
+    """Threads a person must act on: waiting for a reply, or with a pending suspension."""
+    return Q(status=Thread.Status.WAITING_INPUT) | Q(
+        status__in=(Thread.Status.SUSPENDED, Thread.Status.RUNNING),
+        suspensions__status=Suspension.Status.PENDING,
     )
+
+
+def thread_payload(thread: Thread) -> dict[str, Any]:
+    # The stack the user talks to; agent instances are listed under "instances".
+    frames = list(
+        thread.frames.filter(status=StackFrame.Status.ACTIVE, lane__isnull=True).order_by("depth")
+    )
+    pending = thread.suspensions.filter(status=Suspension.Status.PENDING)
     return {
         "id": str(thread.id),
         "agent": thread.agent.name,
@@ -32,7 +52,7 @@ def thread_payload(thread: Thread) -> dict[str, Any]:
         "title": thread.title,
         "result": thread.result,
         "error": thread.error,
-        "created_by": thread.created_by.username if thread.created_by else None,
+        "created_by": thread.created_by_name or None,
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
         "stack": [
@@ -49,15 +69,132 @@ def thread_payload(thread: Thread) -> dict[str, Any]:
             for f in frames
         ],
         "pending_suspensions": [suspension_payload(s) for s in pending],
+        "instances": thread_instances(thread),
+        "usage": thread_usage(thread),
+        "live": thread_live(thread),
         "last_event_id": thread.events.aggregate(m=Max("id"))["m"],
     }
+
+
+# An instance's status as the thread page names it (frame statuses, and "waiting for approval"
+# for an active instance with a pending suspension in its lane).
+INSTANCE_STATUS = {
+    StackFrame.Status.ACTIVE: "running",
+    StackFrame.Status.COMPLETED: "done",
+    StackFrame.Status.FAILED: "failed",
+    StackFrame.Status.CANCELLED: "cancelled",
+}
+WAITING = "waiting for approval"
+
+
+def thread_instances(thread: Thread) -> list[dict[str, Any]]:
+    """Every agents-as-tools instance of the thread, oldest first, with the ids of the pending
+    suspensions in its lane (the page merges those with the events it gets later)."""
+    frames = list(
+        thread.frames.filter(instance__gt=0)
+        .order_by("created_at", "id")
+        .only(
+            "thread",  # the related manager sets it on each row
+            "agent_name",
+            "agent_type",
+            "instance",
+            "status",
+            "created_at",
+            "finished_at",
+            "tools_used",
+            "input_tokens",
+            "output_tokens",
+            "parent",
+            "parent_tool_use_id",
+        )
+    )
+    if not frames:
+        return []
+    pending: dict[int, list[str]] = {}
+    rows = thread.suspensions.filter(status=Suspension.Status.PENDING, frame__lane__isnull=False)
+    for pk, lane in rows.values_list("id", "frame__lane"):
+        pending.setdefault(lane, []).append(str(pk))
+    found = []
+    for f in frames:
+        status = INSTANCE_STATUS.get(f.status, f.status)
+        if status == "running" and pending.get(f.pk):
+            status = WAITING
+        duration = None
+        if f.finished_at is not None:
+            duration = int((f.finished_at - f.created_at).total_seconds() * 1000)
+        found.append(
+            {
+                "id": f.pk,
+                "name": f.instance_name,
+                "agent": f.agent_name,
+                "index": f.instance,
+                "status": status,
+                "started_at": f.created_at.isoformat(),
+                "finished_at": f.finished_at.isoformat() if f.finished_at else None,
+                "duration_ms": duration,
+                "tools": list(f.tools_used),
+                "input_tokens": f.input_tokens,
+                "output_tokens": f.output_tokens,
+                "parent_frame_id": f.parent_id,
+                "tool_use_id": f.parent_tool_use_id or None,
+                "pending_suspensions": pending.get(f.pk, []),
+            }
+        )
+    return found
+
+
+def thread_usage(thread: Thread) -> dict[str, Any]:
+    """The model's tokens over every frame of the thread, in total and per agent."""
+    rows = (
+        thread.frames.order_by("agent_name")
+        .values("agent_name")
+        .annotate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"))
+    )
+    by_agent = {
+        r["agent_name"]: {"input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"]}
+        for r in rows
+    }
+    return {
+        "input_tokens": sum(u["input_tokens"] for u in by_agent.values()),
+        "output_tokens": sum(u["output_tokens"] for u in by_agent.values()),
+        "by_agent": by_agent,
+    }
+
+
+def thread_live(thread: Thread) -> list[dict[str, Any]]:
+    """What the models of the thread are writing now (agents.streaming), a frame at a time."""
+    rows = (
+        LiveText.objects.filter(thread=thread)
+        .select_related("frame")
+        .only(
+            "seq",
+            "text",
+            "activity",
+            "frame__agent_type",
+            "frame__agent_name",
+            "frame__instance",
+            "frame__lane",
+        )
+        .order_by("frame_id")
+    )
+    return [
+        {
+            "frame_id": r.frame_id,
+            "frame": r.frame.label,
+            "lane": r.frame.lane_id,
+            "text": r.text,
+            "activity": r.activity,
+            "seq": r.seq,
+        }
+        for r in rows
+    ]
 
 
 def _thread_or_404(thread_id: str) -> Thread | None:
     pk = parse_uuid(thread_id)
     if pk is None:
         return None
-    return Thread.objects.select_related("agent", "created_by").filter(pk=pk).first()
+    return Thread.objects.select_related("agent").filter(pk=pk).first()
 
 
 def _not_found(what: str) -> JsonResponse:
@@ -68,12 +205,46 @@ def _bad(e: BadRequest) -> JsonResponse:
     return error(e.status, e.code, e.detail, e.fields)
 
 
-@api(["GET", "POST"], perm=None)
+# A runs-only token sees its user's own runs (approvals.scopes); these say so when it asks
+# for another's.
+SEE_OTHERS = "This token may read only the runs its user started: another's needs read."
+STEER_OTHERS = "This token may steer only the runs its user started: another's needs decide."
+
+
+def _visible_threads(request: HttpRequest, rows: Any, field: str = "created_by") -> Any:
+    """`rows` as the caller may list them: all, or a runs-only token's own runs."""
+    if scopes.own_runs_only(request.user):
+        return rows.filter(**{field: request.user})
+    return rows
+
+
+@api(
+    ["GET", "POST"],
+    perm=None,
+    scope={"GET": (Scope.READ, Scope.RUNS), "POST": Scope.RUNS},
+    limit=ratelimits.RUNS,
+)
 def threads(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
         if not request.user.has_perm("agents.view_thread"):
             return error(403, "forbidden", "You do not have permission to do this.")
-        rows = Thread.objects.select_related("agent").order_by("-created_at")[:50]
+        rows = _visible_threads(request, Thread.objects.select_related("agent"))
+        rows = rows.order_by("-created_at")
+        status = request.GET.get("status")
+        if status:
+            if status not in Thread.Status.values:
+                return error(
+                    400,
+                    "bad_request",
+                    "Unknown status.",
+                    fields={"status": f"One of {', '.join(Thread.Status.values)}."},
+                )
+            rows = rows.filter(status=status)
+        if request.GET.get("waiting") in ("1", "true"):
+            # What waits for a person: a reply, or a decision (also one inside an agent
+            # instance while the thread runs on); A2A's input-required tasks are these.
+            rows = rows.filter(waiting_for_person()).distinct()
+        rows = rows[:50]
         return JsonResponse(
             {
                 "results": [
@@ -83,6 +254,10 @@ def threads(request: HttpRequest) -> JsonResponse:
                         "status": t.status,
                         "title": t.title,
                         "created_at": t.created_at.isoformat(),
+                        "input_prompt": t.input_prompt or None,
+                        "input_expires_at": t.input_expires_at.isoformat()
+                        if t.input_expires_at
+                        else None,
                     }
                     for t in rows
                 ]
@@ -98,6 +273,8 @@ def threads(request: HttpRequest) -> JsonResponse:
             fields["agent"] = "Name the agent to run."
         if not isinstance(message, str) or not message.strip():
             fields["message"] = "Write the first message."
+        elif too_long := text_too_long(message, settings.MAX_MESSAGE_CHARS):
+            fields["message"] = too_long
         unknown = set(data) - {"agent", "message"}
         for key in unknown:
             fields[key] = "Unknown field."
@@ -108,32 +285,58 @@ def threads(request: HttpRequest) -> JsonResponse:
             raise BadRequest("The run cannot start.", fields)
     except BadRequest as e:
         return _bad(e)
-    thread = actions.start_thread(agent, message, request.user)
+    try:
+        with admission.admitted(agent):
+            thread = actions.start_thread(agent, message, request.user)
+    except ratelimits.Limited as e:
+        return ratelimits.too_many(e)
     return JsonResponse(thread_payload(thread), status=201)
 
 
-@api(["GET"], perm="agents.view_thread")
+@api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def thread_detail(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
     if thread is None:
         return _not_found("thread")
+    if not scopes.may_see(request.user, thread):
+        return scopes.insufficient(Scope.READ, SEE_OTHERS)
     return JsonResponse(thread_payload(thread))
 
 
-@api(["POST"], perm="agents.add_thread")
+@api(["POST"], perm="agents.add_thread", scope=(Scope.RUNS, Scope.DECIDE))
 def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
     if thread is None:
         return _not_found("thread")
+    if not scopes.may_steer(request.user, thread):
+        return scopes.insufficient(Scope.DECIDE, STEER_OTHERS)
     try:
         data = json_body(request)
-        text = data.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise BadRequest("The message is empty.", {"text": "Write a message."})
+        unknown = set(data) - {"text", "data"}
+        if unknown:
+            raise BadRequest(
+                "The message has unknown fields.", {k: "Unknown field." for k in sorted(unknown)}
+            )
+        text, value = data.get("text"), data.get("data")
+        if "data" in data:
+            # application/json input: an object, checked against the agent's input rules.
+            if "text" in data:
+                raise BadRequest("Send text or data, not both.", {"data": "Send one of them."})
+            kind = actions.JSON
+        else:
+            kind = actions.TEXT
+            if not isinstance(text, str) or not text.strip():
+                raise BadRequest("The message is empty.", {"text": "Write a message."})
+            if too_long := text_too_long(text, settings.MAX_MESSAGE_CHARS):
+                raise BadRequest("The message is too long.", {"text": too_long})
     except BadRequest as e:
         return _bad(e)
     try:
-        thread = actions.post_message(thread.pk, text, request.user)
+        thread = actions.provide_input(
+            thread.pk, request.user, text=text, data=value, content_type=kind
+        )
+    except actions.BadInput as e:
+        return _bad(BadRequest(str(e), {e.field: str(e)}))
     except actions.NotWaiting as e:
         return error(
             409,
@@ -144,11 +347,13 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     return JsonResponse(thread_payload(thread), status=202)
 
 
-@api(["POST"], perm="agents.change_thread")
+@api(["POST"], perm="agents.change_thread", scope=(Scope.RUNS, Scope.DECIDE))
 def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
     if thread is None:
         return _not_found("thread")
+    if not scopes.may_steer(request.user, thread):
+        return scopes.insufficient(Scope.DECIDE, STEER_OTHERS)
     try:
         thread = actions.cancel_thread(thread.pk, request.user)
     except actions.AlreadyFinished as e:
@@ -185,11 +390,21 @@ def _limit(request: HttpRequest) -> int:
     return limit
 
 
-@api(["GET"], perm="agents.view_suspension")
+# A decider sees what waits for a decision; a runs-only token, its own runs' suspensions.
+SEE_SUSPENSIONS = (Scope.READ, Scope.DECIDE, Scope.RUNS)
+
+
+def _sees_every_suspension(user: Any) -> bool:
+    return scopes.has(user, Scope.READ) or scopes.has(user, Scope.DECIDE)
+
+
+@api(["GET"], perm="agents.view_suspension", scope=SEE_SUSPENSIONS)
 def suspensions(request: HttpRequest) -> JsonResponse:
     """Oldest first, a page at a time; `next` carries a keyset cursor."""
     q = request.GET
-    rows = Suspension.objects.select_related("decided_by")
+    rows = Suspension.objects.all()
+    if not _sees_every_suspension(request.user):
+        rows = rows.filter(thread__created_by=request.user)
     try:
         status = q.get("status")
         if status:
@@ -220,25 +435,38 @@ def suspensions(request: HttpRequest) -> JsonResponse:
         params = q.copy()
         params["cursor"] = _encode_cursor(page[-1])
         next_url = f"{request.path}?{params.urlencode()}"
-    return JsonResponse({"results": [suspension_payload(s) for s in page], "next": next_url})
+    viewer = policy.Viewer.of(request.user)
+    return JsonResponse({"results": [_for_viewer(s, viewer) for s in page], "next": next_url})
 
 
 def _suspension_or_none(suspension_id: str, thread_id: Any = None) -> Suspension | None:
     pk = parse_uuid(suspension_id)
     if pk is None:
         return None
-    rows = Suspension.objects.select_related("decided_by")
+    rows = Suspension.objects.all()
     if thread_id is not None:
         rows = rows.filter(thread_id=thread_id)
     return rows.filter(pk=pk).first()
 
 
-@api(["GET"], perm="agents.view_suspension")
+@api(["GET"], perm="agents.view_suspension", scope=SEE_SUSPENSIONS)
 def suspension_detail(request: HttpRequest, suspension_id: str) -> JsonResponse:
     s = _suspension_or_none(suspension_id)
     if s is None:
         return _not_found("suspension")
-    return JsonResponse(suspension_payload(s))
+    if not _sees_every_suspension(request.user) and not scopes.owns(request.user, s.thread):
+        return scopes.insufficient(Scope.READ, SEE_OTHERS)
+    return JsonResponse(_for_viewer(s, policy.Viewer.of(request.user)))
+
+
+def _for_viewer(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
+    """The suspension, and whether the caller may decide it and if not why (agents.policy)."""
+    return {**_with_version(s), "you": policy.viewer_payload(s, viewer)}
+
+
+def _with_version(s: Suspension) -> dict[str, Any]:
+    """The suspension with how its agent and tool now compare with when it was made."""
+    return {**suspension_payload(s), "version": versions.version_payload(s)}
 
 
 def _tool_for(s: Suspension) -> Tool:
@@ -251,8 +479,45 @@ def _tool_for(s: Suspension) -> Tool:
     )
 
 
+BINDING = ("seen", "confirmVersionChange")
+
+
+def parse_binding(data: dict[str, Any]) -> dict[str, Any]:
+    """What a decision says it answers (agents.versions): `seen` = {"args_hash",
+    "agent_version"} as the card showed them, and `confirmVersionChange`."""
+    binding: dict[str, Any] = {}
+    fields = {}
+    seen = data.get("seen")
+    if seen is not None:
+        if not isinstance(seen, dict) or set(seen) - {"args_hash", "agent_version"}:
+            fields["seen"] = "An object with args_hash and agent_version, as the request showed."
+        elif seen.get("args_hash") is not None and not isinstance(seen["args_hash"], str):
+            fields["seen.args_hash"] = "The request's args_hash, a string."
+        elif seen.get("agent_version") is not None and (
+            isinstance(seen["agent_version"], bool) or not isinstance(seen["agent_version"], int)
+        ):
+            fields["seen.agent_version"] = "The request's agent_version, a whole number."
+        else:
+            binding["seen"] = seen
+    confirm = data.get("confirmVersionChange")
+    if confirm is not None:
+        if not isinstance(confirm, bool):
+            fields["confirmVersionChange"] = "Send true or false."
+        else:
+            binding["confirmVersionChange"] = confirm
+    if fields:
+        raise BadRequest("The decision is not valid.", fields)
+    return binding
+
+
 def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
     """Check a resumeExecution body against the suspension's kind and the tool's schema."""
+    binding = parse_binding(data)
+    data = {k: v for k, v in data.items() if k not in BINDING}
+    return {**_parse_decision(s, data), **binding}
+
+
+def _parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
     if "response" in data:
         unknown = set(data) - {"response"}
         if unknown:
@@ -264,6 +529,8 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
             )
         if not isinstance(data["response"], str) or not data["response"].strip():
             raise BadRequest("The answer is empty.", {"response": "Write an answer."})
+        if too_long := text_too_long(data["response"], settings.MAX_MESSAGE_CHARS):
+            raise BadRequest("The answer is too long.", {"response": too_long})
         return {"response": data["response"]}
     unknown = set(data) - {"approved", "reason", "modifiedArgs"}
     if unknown:
@@ -274,9 +541,15 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
     reason = data.get("reason")
     if reason is not None and not isinstance(reason, str):
         fields["reason"] = "A string."
+    elif too_long := text_too_long(reason, settings.MAX_REASON_CHARS):
+        fields["reason"] = too_long
     modified = data.get("modifiedArgs")
     if modified is not None and not isinstance(modified, dict):
         fields["modifiedArgs"] = "A JSON object of the tool's arguments."
+    elif modified is not None and (size := _json_size(modified)) > settings.MAX_ARGUMENTS_BYTES:
+        fields["modifiedArgs"] = (
+            f"At most {settings.MAX_ARGUMENTS_BYTES} bytes as JSON (these are {size})."
+        )
     if fields:
         raise BadRequest("The decision is not valid.", fields)
     if s.kind == Suspension.Kind.INPUT and data["approved"]:
@@ -300,6 +573,12 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
     return {"approved": data["approved"], "reason": reason or "", "modifiedArgs": modified}
 
 
+def _json_size(value: Any) -> int:
+    """Bytes of `value` as compact UTF-8 JSON, so the limit does not depend on the escaping
+    or spacing the client chose."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
 def _outcome(s: Suspension, status: int) -> JsonResponse:
     body = {"suspension": suspension_payload(s), "outcome": s.outcome()}
     if status == 409:
@@ -311,11 +590,11 @@ def _conflict_detail(s: Suspension) -> str:
     if s.status == Suspension.Status.TIMED_OUT:
         verdict = "approved" if s.approved else "rejected"
         return f"The deadline passed first: it was {verdict} automatically."
-    who = s.decided_by.username if s.decided_by else "someone"
+    who = s.decided_by_name or "someone"
     return f"{who} already decided: {s.status}."
 
 
-@api(["POST"], perm="agents.decide_suspension")
+@api(["POST"], perm="agents.decide_suspension", scope=Scope.DECIDE, limit=ratelimits.DECISIONS)
 def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResponse:
     """resumeExecution: record the decision; a worker resumes the frame after commit."""
     thread_pk = parse_uuid(thread_id)
@@ -329,9 +608,22 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
             decision = parse_decision(s, data)
             return _outcome(s, 200 if actions.same_decision(s, decision) else 409)
         decision = parse_decision(s, data)
+        versions.check(s, decision)
     except BadRequest as e:
         return _bad(e)
-    decided = actions.decide(s, request.user, decision)
+    except versions.Unbound as e:
+        return JsonResponse(
+            {"error": e.code, "detail": e.detail, "suspension": _with_version(s)}, status=409
+        )
+    try:
+        decided = actions.decide(s, request.user, decision)
+    except actions.Refused as e:
+        # The policy the request was made under (agents.policy): who may not decide it, why.
+        return error(403, "forbidden_by_policy", e.detail, rule=e.rule)
+    if decided.votes is not None:
+        # A vote toward a quorum: recorded, and the request waits for more.
+        body = {"suspension": suspension_payload(decided.suspension), "outcome": None}
+        return JsonResponse({**body, "votes": decided.votes}, status=202)
     if decided.created:
         return _outcome(decided.suspension, 202)
     return _outcome(
@@ -339,7 +631,7 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     )
 
 
-@api(["GET"], perm="agents.view_thread")
+@api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def event_list(request: HttpRequest) -> JsonResponse:
     q = request.GET
     after = whole_number(q.get("after", "0"))
@@ -349,7 +641,8 @@ def event_list(request: HttpRequest) -> JsonResponse:
         limit = _limit(request) if "limit" in q else MAX_PAGE_SIZE
     except BadRequest as e:
         return _bad(e)
-    rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")
+    rows = _visible_threads(request, Event.objects.filter(id__gt=after), "thread__created_by")
+    rows = rows.order_by("id")
     if q.get("thread"):
         pk = parse_uuid(q["thread"])
         if pk is None:
@@ -358,9 +651,7 @@ def event_list(request: HttpRequest) -> JsonResponse:
     page = list(rows[:limit])
     return JsonResponse(
         {
-            "events": [
-                {**e.as_message(), "actor": e.actor.username if e.actor else None} for e in page
-            ],
+            "events": [e.as_message() for e in page],
             "last_id": page[-1].id if page else after,
         }
     )

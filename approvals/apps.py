@@ -25,4 +25,7 @@ class ApprovalsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from approvals.revocation import connect_signals
+
         post_migrate.connect(ensure_reviewers_group, sender=self)
+        connect_signals()

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from datetime import datetime, time
@@ -15,8 +16,10 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from agents import chain
 from agents.models import Event, Suspension
 from approvals.forms import AuditFilterForm
+from approvals.templatetags.durations import duration
 
 PAGE_SIZE = 50
 EXPORT_FIELDS = [
@@ -55,7 +58,7 @@ def staff_only(view: Any) -> Any:
 
 def filtered(form: AuditFilterForm) -> QuerySet[Suspension]:
     """Suspensions matching the valid filters of `form`, newest first."""
-    rows = Suspension.objects.select_related("decided_by", "thread")
+    rows = Suspension.objects.select_related("thread")
     data = form.cleaned_data if form.is_valid() else {}
     zone = timezone.get_current_timezone()
     if data.get("since"):
@@ -66,7 +69,7 @@ def filtered(form: AuditFilterForm) -> QuerySet[Suspension]:
         if data.get(key):
             rows = rows.filter(**{column: data[key]})
     if data.get("reviewer"):
-        rows = rows.filter(decided_by__username=data["reviewer"])
+        rows = rows.filter(decided_by_name=data["reviewer"])
     return rows.order_by("-created_at", "-id")
 
 
@@ -83,7 +86,7 @@ def record(s: Suspension) -> dict[str, Any]:
         "raised_at": s.created_at.isoformat(),
         "expires_at": s.expires_at.isoformat() if s.expires_at else None,
         "decided_at": s.decided_at.isoformat() if s.decided_at else None,
-        "decided_by": s.decided_by.username if s.decided_by else None,
+        "decided_by": s.decided_by_name or None,
         "approved": s.approved,
         "reason": s.reason,
         "arguments": s.tool_input,
@@ -121,7 +124,7 @@ def timelines(page: list[Suspension]) -> dict[Any, list[dict[str, Any]]]:
     """Each suspension's steps: raised, decided or timed out, resumed, and the tool's outcome."""
     steps: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     by_use = {(s.thread_id, s.tool_use_id): s.pk for s in page}
-    events = Event.objects.filter(suspension_id__in=[s.pk for s in page]).select_related("actor")
+    events = Event.objects.filter(suspension_id__in=[s.pk for s in page])
     for e in events.order_by("id"):
         steps[e.suspension_id].append(_step(e))
     results = Event.objects.filter(
@@ -144,6 +147,10 @@ def _step(e: Event) -> dict[str, Any]:
         Event.Type.SUSPENSION_TIMEOUT: "Timed out",
         Event.Type.SUSPENSION_CANCELLED: "Cancelled",
         Event.Type.AGENT_RESUMED: "Resumed",
+        Event.Type.SUSPENSION_REMINDER: "Reminder",
+        Event.Type.SUSPENSION_ESCALATED: "Escalated",
+        Event.Type.SUSPENSION_EXTENDED: "Deadline extended",
+        Event.Type.SUSPENSION_VOTED: "Voted",
         Event.Type.TOOL_RESULT: "Tool error" if p.get("is_error") else "Tool result",
     }
     detail = ""
@@ -155,19 +162,38 @@ def _step(e: Event) -> dict[str, Any]:
             detail = f"{detail}: {p['reason']}"
         if p.get("modifiedArgs") is not None:
             detail = f"{detail} (arguments edited)"
+    elif e.type == Event.Type.SUSPENSION_VOTED:
+        detail = f"approved ({p.get('approvals')} of {p.get('required')} approvals)"
+        if p.get("edited_args") is not None:
+            detail = f"{detail} (arguments edited)"
     elif e.type == Event.Type.SUSPENSION_TIMEOUT:
         detail = "approved automatically" if p.get("approved") else "rejected automatically"
     elif e.type == Event.Type.TOOL_RESULT:
         detail = str(p.get("content", ""))
     elif e.type == Event.Type.AGENT_RESUMED:
         detail = f"the agent went on ({p.get('status', '')})"
+    elif e.type == Event.Type.SUSPENSION_REMINDER:
+        detail = f"reminder {p.get('reminder')} of {p.get('of')}, {_left(p)} before the deadline"
+    elif e.type == Event.Type.SUSPENSION_ESCALATED:
+        detail = f"to {p.get('escalate_to', '')}, {_left(p)} before the deadline"
+    elif e.type == Event.Type.SUSPENSION_EXTENDED:
+        detail = (
+            f"by {duration(p.get('seconds'))}, from {p.get('old_expires_at')} to "
+            f"{p.get('expires_at')}: {p.get('reason', '')}"
+        )
     return {
         "id": e.id,
         "label": labels.get(e.type, e.type),
         "at": e.created_at,
-        "actor": e.actor.username if e.actor else "",
+        # A rule of the policy decides with no person as actor (agents.policy).
+        "actor": e.actor_name or (p.get("by") if p.get("by") == "policy" else ""),
         "detail": detail,
     }
+
+
+def _left(payload: dict[str, Any]) -> str:
+    seconds = payload.get("seconds_left")
+    return duration(seconds) if seconds else "no time"
 
 
 @staff_only
@@ -241,4 +267,56 @@ def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
     lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _export_rows(request))
     response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = 'attachment; filename="audit.jsonl"'
+    return response
+
+
+# The trail itself: every event with its hash chain (agents.chain), for a verifier outside
+# the gateway (the README's recipe recomputes each hash and link from the JSON Lines alone).
+TRAIL_FIELDS = ["id", *chain.HASHED, "hash"]
+
+
+def _trail_rows(request: HttpRequest) -> Iterator[dict[str, Any]]:
+    """Events in id order: all, or one thread's (`thread=`), or those written between the
+    dates `since` and `until` (a cut through the chains: the first row of each chain in it
+    then links to a row left out)."""
+    rows = Event.objects.only(*chain.COLUMNS)
+    thread = request.GET.get("thread")
+    if thread:
+        try:
+            rows = rows.filter(thread_id=uuid.UUID(thread))
+        except ValueError:
+            rows = rows.none()
+    form = AuditFilterForm(request.GET)
+    data = form.cleaned_data if form.is_valid() else {}
+    zone = timezone.get_current_timezone()
+    if data.get("since"):
+        rows = rows.filter(created_at__gte=datetime.combine(data["since"], time.min, zone))
+    if data.get("until"):
+        rows = rows.filter(created_at__lte=datetime.combine(data["until"], time.max, zone))
+    for e in rows.order_by("id").iterator(chunk_size=1000):
+        yield {"id": e.id, **chain.event_content(e), "hash": e.hash}
+
+
+@staff_only
+def trail_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """The CSV quotes cells a spreadsheet would run (a leading quote), as the suspensions'
+    export does: check the chain from the JSON Lines, which keep every value as hashed."""
+    writer = csv.DictWriter(_Echo(), fieldnames=TRAIL_FIELDS)
+
+    def lines() -> Iterator[str]:
+        yield writer.writeheader()
+        for row in _trail_rows(request):
+            row["payload"] = json.dumps(row["payload"], ensure_ascii=False)
+            yield writer.writerow({k: _cell(v) for k, v in row.items()})
+
+    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="audit-events.csv"'
+    return response
+
+
+@staff_only
+def trail_jsonl(request: HttpRequest) -> StreamingHttpResponse:
+    lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in _trail_rows(request))
+    response = StreamingHttpResponse(lines, content_type="application/x-ndjson; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="audit-events.jsonl"'
     return response

@@ -1,20 +1,24 @@
 """Who is calling: a session (browsers, with CSRF) or a bearer token (clients)."""
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
-from channels.security.websocket import AllowedHostsOriginValidator
+from channels.security.websocket import OriginValidator
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from approvals import ratelimits, scopes
 from approvals.http import error
 from approvals.models import ApiToken, digest
+from approvals.scopes import Needed
 
 
 def token_user(request: HttpRequest) -> Any:
@@ -22,20 +26,42 @@ def token_user(request: HttpRequest) -> Any:
     return authorization_user(request.headers.get("Authorization", ""))
 
 
-def authorization_user(header: str) -> Any:
-    """The user of an Authorization header's bearer token (see token_user)."""
+@dataclass(frozen=True)
+class Bearer:
+    """Who an Authorization header says is calling: `user` is the token's user (its
+    `api_token` attribute is the token, so approvals.scopes can tell what it may do),
+    AnonymousUser when no header was sent, None when the header was refused, and `refusal`
+    then says why (unknown, revoked or expired)."""
+
+    user: Any
+    refusal: str = ""
+
+
+INVALID = "The bearer token is not valid."
+
+
+def bearer(header: str) -> Bearer:
     if not header:
-        return AnonymousUser()
+        return Bearer(AnonymousUser())
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
-        return None
+        return Bearer(None, INVALID)
     token = ApiToken.objects.select_related("user").filter(digest=digest(raw.strip())).first()
     if token is None or not token.user.is_active:
-        return None
+        return Bearer(None, INVALID)
     now = timezone.now()
+    if refused := token.refusal(now):
+        return Bearer(None, refused)
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    user = token.user
+    user.api_token = token
+    return Bearer(user)
+
+
+def authorization_user(header: str) -> Any:
+    """The user of an Authorization header's bearer token (see token_user)."""
+    return bearer(header).user
 
 
 def _csrf_failure(request: HttpRequest) -> HttpResponse | None:
@@ -51,18 +77,26 @@ def _unauthenticated(detail: str) -> HttpResponse:
     return response
 
 
-def api(methods: list[str], perm: str | None = None) -> Callable:
-    """An API view: JSON errors, the caller authenticated and authorized before the view runs."""
+def api(
+    methods: list[str],
+    perm: str | None = None,
+    scope: Needed | dict[str, Needed] | None = None,
+    limit: str | None = None,
+) -> Callable:
+    """An API view: JSON errors, the caller authenticated and authorized before the view runs.
+
+    `scope`: what a token needs (approvals.scopes.Needed, or one per method); a session needs
+    none. `limit`: the rate limit (approvals.ratelimits) a POST counts against."""
 
     def decorate(view: Callable) -> Callable:
         @csrf_exempt
         @wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            user = token_user(request)
-            if user is None:
-                return _unauthenticated("The bearer token is not valid.")
-            if user.is_authenticated:
-                request.user = user
+            caller = bearer(request.headers.get("Authorization", ""))
+            if caller.user is None:
+                return _unauthenticated(caller.refusal)
+            if caller.user.is_authenticated:
+                request.user = caller.user
             elif request.user.is_authenticated:
                 if request.method not in ("GET", "HEAD", "OPTIONS") and _csrf_failure(request):
                     return error(
@@ -74,8 +108,16 @@ def api(methods: list[str], perm: str | None = None) -> Callable:
                 response = error(405, "method_not_allowed", f"Use {' or '.join(methods)}.")
                 response["Allow"] = ", ".join(methods)
                 return response
+            needed = scope.get(request.method) if isinstance(scope, dict) else scope
+            if needed and not scopes.allows(request.user, needed):
+                return scopes.insufficient(needed)
             if perm and not request.user.has_perm(perm):
                 return error(403, "forbidden", "You do not have permission to do this.")
+            if limit and request.method == "POST":
+                try:
+                    ratelimits.hit(limit, request.user)
+                except ratelimits.Limited as e:
+                    return ratelimits.too_many(e)
             return view(request, *args, **kwargs)
 
         return wrapper
@@ -83,19 +125,43 @@ def api(methods: list[str], perm: str | None = None) -> Callable:
     return decorate
 
 
+class SiteOriginValidator(OriginValidator):
+    """Only pages of the site itself may open a session socket: their origin must equal one of
+    WEBSOCKET_ALLOWED_ORIGINS in scheme, host and port. channels' AllowedHostsOriginValidator
+    compares the host alone, so a page on another port of the same host would read every event
+    with a reviewer's cookies. OriginValidator compares all three when given full origins
+    (gateway/settings.py accepts nothing else); the list is read per connection rather than
+    once at import, so a deployment's settings, and a test's, apply."""
+
+    def __init__(self, application: Any) -> None:
+        super().__init__(application, allowed_origins=())
+
+    def valid_origin(self, parsed_origin: Any) -> bool:
+        # No Origin header: not a browser page, and a session socket is only for those.
+        return parsed_origin is not None and any(
+            self.match_allowed_origin(parsed_origin, origin)
+            for origin in settings.WEBSOCKET_ALLOWED_ORIGINS
+        )
+
+
 class WebSocketAuth:
     """Who opens a socket: a bearer token when the client sends an Authorization header (API
     clients; a browser never sends one by itself, so no origin check is needed), else the
-    browser's session, with its origin checked against ALLOWED_HOSTS."""
+    browser's session, with its origin checked (SiteOriginValidator)."""
 
     def __init__(self, inner: Any) -> None:
         self.with_token = inner
-        self.with_session = AllowedHostsOriginValidator(AuthMiddlewareStack(inner))
+        self.with_session = SiteOriginValidator(AuthMiddlewareStack(inner))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         header = dict(scope.get("headers", [])).get(b"authorization")
         if header is None:
             return await self.with_session(scope, receive, send)
-        user = await database_sync_to_async(authorization_user)(header.decode("latin1"))
-        # A bad token is an anonymous caller: the consumer closes with 4401.
-        return await self.with_token({**scope, "user": user or AnonymousUser()}, receive, send)
+        value = header.decode("latin1")
+        user = await database_sync_to_async(authorization_user)(value)
+        # A bad token is an anonymous caller: the consumer closes with 4401. The token's digest
+        # stays in the scope, so the socket closes once the token is revoked, expires or is deleted
+        # (approvals.revocation).
+        _, _, raw = value.partition(" ")
+        scope = {**scope, "user": user or AnonymousUser(), "token_digest": digest(raw.strip())}
+        return await self.with_token(scope, receive, send)

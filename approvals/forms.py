@@ -1,6 +1,8 @@
 """The new-run form: pick an agent, write the first message."""
 
 from django import forms
+from django.conf import settings
+from django.core import validators
 
 from agents.models import AgentDefinition
 
@@ -9,7 +11,16 @@ class NewRunForm(forms.Form):
     agent = forms.ModelChoiceField(
         queryset=AgentDefinition.objects.all(), to_field_name="name", empty_label="Choose an agent"
     )
-    message = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=20000)
+    message = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        # The API's limit (POST /api/threads), read per form so a changed setting applies;
+        # the field renders it as the textarea's maxlength.
+        message = self.fields["message"]
+        message.max_length = settings.MAX_MESSAGE_CHARS
+        message.validators.append(validators.MaxLengthValidator(message.max_length))
+        message.widget.attrs.update(message.widget_attrs(message.widget))
 
     def clean_message(self) -> str:
         message = self.cleaned_data["message"].strip()

@@ -1,6 +1,7 @@
 """JSON answers and request parsing shared by the API views."""
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -8,6 +9,14 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+
+# Deeper than any tool's arguments need; well below the recursion limit that json.dumps,
+# jsonschema and the JSONField hit on the way to the database.
+MAX_JSON_DEPTH = 32
+
+
+# json.loads joins a valid surrogate pair into one character, so any surrogate left is alone.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BadRequest(Exception):
@@ -46,6 +55,8 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
+    """The body as a JSON object that every endpoint can store: bounded in size and depth,
+    with no text PostgreSQL or UTF-8 cannot hold (NUL, lone surrogates)."""
     try:
         raw = request.body
     except RequestDataTooBig as e:
@@ -56,11 +67,61 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
         ) from e
     try:
         data = json.loads(raw or b"")
+    except RecursionError as e:
+        raise BadRequest(
+            f"The body is nested more than {MAX_JSON_DEPTH} levels deep.", code="invalid_json"
+        ) from e
     except (ValueError, UnicodeDecodeError) as e:
         raise BadRequest(f"The body is not valid JSON: {e}", code="invalid_json") from e
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object.", code="invalid_json")
+    _check_storable(data)
     return data
+
+
+def _check_storable(data: dict[str, Any]) -> None:
+    """Refuse what json.loads accepts but the rest of the stack cannot take: deep nesting,
+    NUL (PostgreSQL text and jsonb reject it) and lone surrogates (not encodable as UTF-8).
+    Walked with an explicit stack, so the check itself cannot recurse too deep."""
+    pending: list[tuple[str, Any, int]] = [("", data, 1)]
+    while pending:
+        path, value, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise BadRequest(
+                f"The body is nested more than {MAX_JSON_DEPTH} levels deep.",
+                {path.split(".")[0]: "Nested too deep."},
+                code="invalid_json",
+            )
+        if isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else key
+                _check_text(key, where)
+                pending.append((where, item, depth + 1))
+        elif isinstance(value, list):
+            pending.extend((f"{path}.{i}", item, depth + 1) for i, item in enumerate(value))
+        elif isinstance(value, str):
+            _check_text(value, path)
+
+
+def _check_text(text: str, path: str) -> None:
+    # The error names the field in text that can itself be sent back as JSON.
+    path = LONE_SURROGATE.sub("\ufffd", path.replace("\x00", "\ufffd"))
+    if "\x00" in text:
+        raise BadRequest(
+            "Text may not contain NUL characters.", {path: "Remove the NUL (\\u0000) characters."}
+        )
+    if LONE_SURROGATE.search(text):
+        raise BadRequest(
+            "Text may not contain lone surrogates.",
+            {path: "Send valid Unicode: a \\ud800-\\udfff escape only as half of a pair."},
+        )
+
+
+def text_too_long(value: Any, limit: int) -> str | None:
+    """The field error for a string over `limit` characters, else None."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"At most {limit} characters (this has {len(value)})."
+    return None
 
 
 def whole_number(value: str) -> int | None:

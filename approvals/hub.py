@@ -11,6 +11,24 @@ channel layer the hub tails the table.
 The hub applies the same rule as a socket to a missing id: it does not step over one until
 the gap has settled (approvals.cursor), so a batch never skips an event that is still being
 committed.
+
+Live text (agents.streaming) is not an event: it has no id and never moves a socket's cursor.
+A socket that watches a thread (the thread page's, `/ws/events/?after=N&thread=<uuid>`) gets,
+for each frame of that thread with a LiveText row, the row as it is when it watches and then
+each change, as one message:
+
+    {"type": "LIVE_TEXT", "thread": uuid, "frame_id": int, "frame": "agent:research[2]",
+     "lane": int | null, "seq": int, "text": str, "activity": str, "cut": int, "done": bool}
+
+`seq` grows with each write of the row (a page applies a message only if its seq is newer than
+the one it shows); `lane` is the instance frame the frame works in (null on the main stack);
+`cut` is how many characters at the start of `text` were left out to keep the message under
+MESSAGE_LIMIT (the text is whole once its AGENT_MESSAGE event is stored). When the row is
+deleted (the frame stopped working) the message comes once more with `"done": true`, the last
+seq, and empty text and activity; a row made again for the same frame (seq from 1) follows its
+`done`. The hub reads the rows of watched threads only: at once when the channel layer brings a
+wake-up from the writer, and every SAFETY_POLL regardless; with no channel layer, every
+TAIL_INTERVAL.
 """
 
 import asyncio
@@ -25,15 +43,25 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from agents.events import EVENTS_GROUP
-from agents.models import Event
+from agents.models import Event, LiveText
+from agents.streaming import LIVE_WAKE
 from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
+from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, still_valid
+from gateway.aio import wait_event
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
+# One socket message at most, in bytes. daphne refuses frames over 1 MiB and a browser page
+# applies every message it gets: a bigger event travels as a summary, whole over REST.
+MESSAGE_LIMIT = 16 * 1024
+# How a summary shrinks an event's payload, tried in turn until the message fits: the longest
+# string kept (characters), the most items of a list or keys of an object, the deepest nesting.
+SUMMARY_STEPS = ((2000, 50, 6), (500, 20, 4), (100, 10, 3))
 TAIL_INTERVAL = 0.1  # no channel layer: how often the table is read
 SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at most this long
 REJOIN_INTERVAL = 3600  # channels-redis forgets group members after a day
+LIVE_TEXT = "LIVE_TEXT"
 
 
 @dataclass(frozen=True)
@@ -53,20 +81,79 @@ class Batch:
 
 
 class Subscriber(Protocol):
+    credential: Credential
+
     def deliver(self, batch: Batch) -> None: ...
+
+    async def revoke(self) -> None: ...
+
+
+class Watcher(Subscriber, Protocol):
+    """A subscriber that also watches a thread's live text (EventHub.watch)."""
+
+    def deliver_live(self, frame_id: int, done: bool, text: str) -> None: ...
 
 
 def read_after(after: int, limit: int = BATCH) -> list[Row]:
     """Events after `after` in id order, as socket messages (blocking: call it in a thread)."""
-    rows = Event.objects.filter(id__gt=after).select_related("actor").order_by("id")[:limit]
-    return [
-        Row(
-            e.id,
-            json.dumps({**e.as_message(), "actor": e.actor.username if e.actor else None}),
-            e.created_at,
-        )
-        for e in rows
-    ]
+    rows = Event.objects.filter(id__gt=after).order_by("id")[:limit]
+    return [Row(e.id, socket_message(e.as_message()), e.created_at) for e in rows]
+
+
+def socket_message(message: dict[str, Any]) -> str:
+    """The event as one socket message of at most MESSAGE_LIMIT bytes: whole when it fits,
+    else a summary whose payload is cut down, with `"truncated": true` and the `url` of the
+    whole event (approvals.event_api). Both the replay and the live batches come from here."""
+    text = json.dumps(message)  # ASCII only, so its length is its size in bytes
+    if len(text) <= MESSAGE_LIMIT:
+        return text
+    head = {k: v for k, v in message.items() if k != "payload"}
+    head.update(truncated=True, url=f"/api/events/{message['id']}")
+    payload = message.get("payload")
+    for longest, items, depth in SUMMARY_STEPS:
+        text = json.dumps({**head, "payload": shrink(payload, longest, items, depth)})
+        if len(text) <= MESSAGE_LIMIT:
+            return text
+    # Still too big (thousands of keys): keep the payload's short top-level values, which name
+    # what the event is about (ids, status, tool), and let the client fetch the rest.
+    kept = {
+        k: v
+        for k, v in (payload.items() if isinstance(payload, dict) else ())
+        if len(k) <= 100 and (v is None or isinstance(v, bool | int | float) or _short(v))
+    }
+    text = json.dumps({**head, "payload": kept})
+    if len(text) <= MESSAGE_LIMIT:
+        return text
+    return json.dumps({**head, "payload": {}})
+
+
+def _short(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= 100
+
+
+def shrink(value: Any, longest: int, items: int, depth: int) -> Any:
+    """`value` with long strings cut (with a marker saying how much), long lists and objects
+    cut to their first `items`, and what is nested deeper than `depth` replaced by a marker."""
+    if isinstance(value, str):
+        if len(value) <= longest:
+            return value
+        return f"{value[:longest]}… [{len(value) - longest} more characters]"
+    if not isinstance(value, dict | list):
+        return value
+    if depth <= 0:
+        return "… [nested value cut]"
+    if isinstance(value, list):
+        kept = [shrink(v, longest, items, depth - 1) for v in value[:items]]
+        if len(value) > items:
+            kept.append(f"… [{len(value) - items} more items]")
+        return kept
+    cut = dict(list(value.items())[:items])
+    shrunk = {
+        shrink(k, 100, items, 1): shrink(v, longest, items, depth - 1) for k, v in cut.items()
+    }
+    if len(value) > items:
+        shrunk["…"] = f"{len(value) - items} more keys"
+    return shrunk
 
 
 def contiguous(after: int, rows: list[Row], horizon: int) -> tuple[list[Row], bool]:
@@ -92,6 +179,101 @@ def read_settled(after: int) -> tuple[list[Row], bool]:
     return rows, stopped
 
 
+@dataclass(frozen=True)
+class LiveFrame:
+    """One LiveText row as the hub last read it, with its socket message."""
+
+    frame_id: int
+    thread: str
+    seq: int
+    updated_at: Any
+    label: str
+    lane: int | None
+    text: str  # the LIVE_TEXT socket message, JSON-encoded once for every socket
+
+    def done(self) -> str:
+        return live_message(self.thread, self.frame_id, self.label, self.lane, self.seq, done=True)
+
+
+def live_message(
+    thread: str,
+    frame_id: int,
+    label: str,
+    lane: int | None,
+    seq: int,
+    text: str = "",
+    activity: str = "",
+    done: bool = False,
+) -> str:
+    """A LIVE_TEXT socket message of at most MESSAGE_LIMIT bytes. A longer text travels as
+    its tail, which is what a reader watches grow; `cut` counts the characters left out."""
+    message = {
+        "type": LIVE_TEXT,
+        "thread": thread,
+        "frame_id": frame_id,
+        "frame": label,
+        "lane": lane,
+        "seq": seq,
+        "text": text,
+        "activity": activity,
+        "cut": 0,
+        "done": done,
+    }
+    encoded = json.dumps(message)
+    if len(encoded) <= MESSAGE_LIMIT:
+        return encoded
+    # The room the text has beside the rest (its `cut` written at its longest), and a tail cut
+    # in proportion to what its characters cost as JSON until it fits: a step or two.
+    room = MESSAGE_LIMIT - len(json.dumps({**message, "text": "", "cut": len(text)}))
+    keep, size = len(text), len(json.dumps(text)) - 2
+    while size > room and keep:
+        keep = min(keep - 1, keep * room // size)
+        size = len(json.dumps(text[len(text) - keep :])) - 2
+    return json.dumps({**message, "text": text[len(text) - keep :], "cut": len(text) - keep})
+
+
+def read_live(
+    threads: list[str], known: dict[int, tuple[int, Any]]
+) -> tuple[set[int], list[LiveFrame]]:
+    """The frames of these threads that have live text, and those of them whose row is not
+    as `known` (frame id: (seq, updated_at)), read whole. Blocking: call it in a thread."""
+    current = LiveText.objects.filter(thread_id__in=threads).values_list(
+        "frame_id", "seq", "updated_at"
+    )
+    present = set()
+    changed = []
+    for frame_id, seq, updated_at in current:
+        present.add(frame_id)
+        if known.get(frame_id) != (seq, updated_at):
+            changed.append(frame_id)
+    if not changed:
+        return present, []
+    rows = (
+        LiveText.objects.filter(frame_id__in=changed)
+        .select_related("frame")
+        .only(
+            "thread_id",
+            "seq",
+            "text",
+            "activity",
+            "updated_at",
+            "frame__agent_type",
+            "frame__agent_name",
+            "frame__instance",
+            "frame__lane",
+        )
+    )
+    frames = []
+    for row in rows:
+        thread = str(row.thread_id)
+        label, lane = row.frame.label, row.frame.lane_id
+        message = live_message(thread, row.frame_id, label, lane, row.seq, row.text, row.activity)
+        frames.append(
+            LiveFrame(row.frame_id, thread, row.seq, row.updated_at, label, lane, message)
+        )
+    return present, frames
+
+
 class EventHub:
     def __init__(self) -> None:
         self.layer = get_channel_layer()
@@ -100,16 +282,42 @@ class EventHub:
         self.wake = asyncio.Event()
         self.tasks: list[asyncio.Task] = []
         self.reads = 0  # table reads, for the benchmarks and tests that count them
+        # Live text: the sockets watching each thread, and each watched thread's rows as last
+        # read (frame id: LiveFrame), so a socket that starts watching gets them at once.
+        self.watchers: dict[str, set[Watcher]] = {}
+        self.live: dict[str, dict[int, LiveFrame]] = {}
+        self.live_wake = asyncio.Event()
+        self.live_reads = 0
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.add(subscriber)
         if not self.tasks:
-            self.tasks = [asyncio.create_task(self._run())]
+            self.tasks = [
+                asyncio.create_task(self._run()),
+                asyncio.create_task(self._run_live()),
+                asyncio.create_task(self._watch_credentials()),
+            ]
             if self.layer is not None:
                 self.tasks.append(asyncio.create_task(self._listen()))
 
+    def watch(self, watcher: Watcher, thread: str) -> None:
+        """Send `watcher` the live text of `thread` (a subscriber already): the rows as they
+        are now, then every change."""
+        watching = self.watchers.setdefault(thread, set())
+        watching.add(watcher)
+        if len(watching) == 1:
+            self.live_wake.set()  # read the thread's rows now; they all go to the watchers
+            return
+        for frame in list(self.live.get(thread, {}).values()):
+            watcher.deliver_live(frame.frame_id, False, frame.text)
+
     async def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
+        for thread, watching in list(self.watchers.items()):
+            watching.discard(subscriber)
+            if not watching:
+                del self.watchers[thread]
+                self.live.pop(thread, None)
         if self.subscribers or not self.tasks:
             return
         # The last socket left: stop reading. A later socket starts the hub afresh.
@@ -132,8 +340,7 @@ class EventHub:
                 interval = GAP_WAIT.total_seconds() / 4
             else:
                 interval = SAFETY_POLL
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), interval)
+            await wait_event(self.wake, interval)
 
     async def _publish_new(self) -> bool:
         while True:
@@ -151,8 +358,83 @@ class EventHub:
         self.reads += 1
         return read_settled(after)
 
+    async def _run_live(self) -> None:
+        while True:
+            self.live_wake.clear()
+            interval = None  # nobody watches: wait for a watcher
+            if self.watchers:
+                try:
+                    await self._publish_live()
+                except Exception:
+                    # The database is away: the next read tells what changed meanwhile.
+                    log.warning("events hub: reading live text failed", exc_info=True)
+                interval = TAIL_INTERVAL if self.layer is None else SAFETY_POLL
+            await wait_event(self.live_wake, interval)
+
+    async def _publish_live(self) -> None:
+        threads = list(self.watchers)
+        known = {
+            frame.frame_id: (frame.seq, frame.updated_at)
+            for thread in threads
+            for frame in self.live.get(thread, {}).values()
+        }
+        present, changed = await self._read_live(threads, known)
+        for frame in changed:
+            if frame.thread not in self.watchers:
+                continue  # nobody watches it any more
+            rows = self.live.setdefault(frame.thread, {})
+            before = rows.get(frame.frame_id)
+            if before is not None and frame.seq <= before.seq:
+                # The row was deleted and made again between two reads: end the old one.
+                self._deliver(frame.thread, frame.frame_id, True, before.done())
+            rows[frame.frame_id] = frame
+            self._deliver(frame.thread, frame.frame_id, False, frame.text)
+        for thread in threads:
+            rows = self.live.get(thread, {})
+            for frame_id in [f for f in rows if f not in present]:
+                self._deliver(thread, frame_id, True, rows.pop(frame_id).done())
+
+    def _deliver(self, thread: str, frame_id: int, done: bool, text: str) -> None:
+        for watcher in list(self.watchers.get(thread, ())):
+            watcher.deliver_live(frame_id, done, text)
+
+    @database_sync_to_async
+    def _read_live(self, threads: list[str], known: dict[int, tuple[int, Any]]) -> Any:
+        self.live_reads += 1
+        return read_live(threads, known)
+
+    async def _watch_credentials(self) -> None:
+        """Every CHECK_INTERVAL, close the sockets whose credentials no longer hold."""
+        while True:
+            await asyncio.sleep(CHECK_INTERVAL)
+            try:
+                await self._check(list(self.subscribers))
+            except Exception:
+                # The database is away: the sockets stay until the next check can tell.
+                log.warning("events hub: credentials check failed", exc_info=True)
+
+    async def _check(self, subscribers: list[Subscriber]) -> None:
+        if not subscribers:
+            return
+        valid = await database_sync_to_async(still_valid)([s.credential for s in subscribers])
+        for subscriber in subscribers:
+            if subscriber.credential not in valid:
+                await subscriber.revoke()
+
+    async def _revoked(self, message: dict[str, Any]) -> None:
+        """A revocation announced by approvals.revocation: this user's sockets, checked now."""
+        mine = [s for s in self.subscribers if s.credential.user_id == message.get("user")]
+        session = message.get("session")
+        for subscriber in mine:
+            if session and subscriber.credential.session_key == session:
+                await subscriber.revoke()  # logged out: the session is about to be deleted
+        try:
+            await self._check([s for s in mine if s in self.subscribers])
+        except Exception:
+            log.warning("events hub: credentials check failed", exc_info=True)
+
     async def _listen(self) -> None:
-        """Wake the reader on each wake-up the channel layer brings."""
+        """Wake the readers on each wake-up the channel layer brings."""
         channel = await self.layer.new_channel()
         try:
             while True:
@@ -161,8 +443,15 @@ class EventHub:
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(REJOIN_INTERVAL):
                             while True:
-                                await self.layer.receive(channel)
-                                self.wake.set()
+                                message = await self.layer.receive(channel)
+                                kind = message.get("type")
+                                if kind == REVOKED:
+                                    await self._revoked(message)
+                                elif kind == LIVE_WAKE:
+                                    if message.get("thread") in self.watchers:
+                                        self.live_wake.set()
+                                else:
+                                    self.wake.set()
                 except Exception:
                     # Redis went away: the safety poll goes on delivering; try again shortly.
                     log.warning("events hub: channel layer unavailable, retrying", exc_info=True)

@@ -12,6 +12,8 @@ urlpatterns = [
     path("audit/", audit.audit_page, name="audit"),
     path("audit/export.csv", audit.export_csv, name="audit_csv"),
     path("audit/export.jsonl", audit.export_jsonl, name="audit_jsonl"),
+    path("audit/events.csv", audit.trail_csv, name="audit_events_csv"),
+    path("audit/events.jsonl", audit.trail_jsonl, name="audit_events_jsonl"),
     path("healthz", views.health, name="health"),
     path(
         "login/",

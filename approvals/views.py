@@ -10,10 +10,12 @@ from django.db.models import Max
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from agents import actions
+from agents import actions, policy, versions
 from agents.actions import suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
+from approvals import admission, ratelimits
+from approvals.api import thread_instances, thread_usage
 from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
 from approvals.http import error, parse_uuid
@@ -43,9 +45,65 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def card(s: Suspension) -> dict[str, Any]:
-    """What an inbox card shows: the API's shape plus the pretty-printed arguments."""
-    return {**suspension_payload(s), "input_pretty": pretty(s.tool_input)}
+def waiting_replies(filters: dict[str, str]) -> list[dict[str, Any]]:
+    """Threads whose agent asked a question and waits for a person's reply, oldest first: the
+    inbox lists them next to the approvals (the same set as GET /api/threads?status=waiting_input
+    and A2A's input-required tasks that wait for text)."""
+    if filters.get("tool") or filters.get("kind") not in (None, "input"):
+        return []
+    threads = list(
+        Thread.objects.filter(status=Thread.Status.WAITING_INPUT).order_by("updated_at")[
+            :INBOX_LIMIT
+        ]
+    )
+    tops: dict[Any, StackFrame] = {}
+    frames = StackFrame.objects.filter(
+        thread__in=threads, status=StackFrame.Status.ACTIVE, lane__isnull=True
+    ).only("thread_id", "depth", "agent_name", "agent_type", "instance")
+    for f in frames:
+        if f.thread_id not in tops or f.depth > tops[f.thread_id].depth:
+            tops[f.thread_id] = f
+    found = []
+    for t in threads:
+        top = tops.get(t.pk)
+        agent = top.agent_name if top else ""
+        if filters.get("agent") and filters["agent"] != agent:
+            continue
+        found.append(
+            {
+                "thread": str(t.pk),
+                "agent": agent,
+                "frame": top.label if top else "",
+                "prompt": t.input_prompt,
+                "created_by": t.created_by_name or None,
+                "expires_at": t.input_expires_at.isoformat() if t.input_expires_at else None,
+            }
+        )
+    return found
+
+
+def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
+    """What an inbox card shows: the API's shape, the pretty-printed arguments (while it is
+    pending, an edit a quorum votes on), and whether the viewer may decide it and if not why
+    (agents.policy)."""
+    version = versions.version_payload(s) if s.pending else None
+    shown = policy.proposal(s) if s.pending else s.tool_input
+    return {
+        **suspension_payload(s),
+        "input_pretty": pretty(shown),
+        "version": version,
+        "you": policy.viewer_payload(s, viewer),
+    }
+
+
+def me(viewer: policy.Viewer) -> dict[str, Any]:
+    """Who is looking, for the cards the page builds from events (static/js/cards.js works
+    out from it whether they may decide, as agents.policy.why_not does)."""
+    return {
+        "username": viewer.username,
+        "groups": sorted(viewer.groups),
+        "may_decide": viewer.may_decide,
+    }
 
 
 @login_required
@@ -61,9 +119,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
         if value:
             rows = rows.filter(**{column: value})
             filters[key] = value
-    page = list(rows.select_related("decided_by").order_by("created_at", "id")[:INBOX_LIMIT])
+    page = list(rows.order_by("created_at", "id")[:INBOX_LIMIT])
     count = len(page) if len(page) < INBOX_LIMIT else rows.count()
-    cards = [card(s) for s in page]
+    replies = waiting_replies(filters)
+    viewer = policy.Viewer.of(request.user)
+    cards = [card(s, viewer) for s in page]
     sizes = Counter(c["group"] for c in cards)
     for c in cards:
         c["group_size"] = sizes[c["group"]]
@@ -72,7 +132,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
         "approvals/inbox.html",
         {
             "cards": cards,
-            "count": count,
+            "replies": replies,
+            "can_reply": request.user.has_perm("agents.change_thread"),
+            "count": count + len(replies),
             "more": count - len(cards),
             "filters": filters,
             "agents": list(AgentDefinition.objects.values_list("name", flat=True)),
@@ -85,6 +147,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
                 "rendered": rendered,
                 "filters": filters,
                 "schemas": {c["id"]: c["schema"] for c in cards},
+                "me": me(viewer),
             },
         },
     )
@@ -136,7 +199,8 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         edited = p.get("modifiedArgs")
         return {
             "tone": "decision",
-            "who": actor or "",
+            # A rule of the policy decides with no person as actor (agents.policy).
+            "who": actor or p.get("decided_by") or "",
             "text": text,
             "pre": pretty(edited) if edited is not None else "",
         }
@@ -180,18 +244,97 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         }
     if type == Event.Type.THREAD_CANCELLED:
         return {"tone": "end", "who": actor or "thread", "text": "cancelled the run"}
+    if type == Event.Type.INSTANCE_STARTED:
+        return {
+            "tone": "system",
+            "who": p.get("parent_frame", ""),
+            "text": f"started {p.get('instance', '')}",
+        }
+    if type == Event.Type.INSTANCE_FINISHED:
+        status = p.get("status", "")
+        return {
+            "tone": "result" if status == "done" and not p.get("is_error") else "error",
+            "who": p.get("instance", ""),
+            "text": f"{status} in {seconds(p.get('duration_ms'))}",
+            "pre": str(p.get("result") or ""),
+        }
+    if type == Event.Type.INPUT_TIMEOUT:
+        told = p.get("on_timeout") == "continue"
+        return {
+            "tone": "system",
+            "who": p.get("frame") or "thread",
+            "text": "no reply in time: the agent was told"
+            if told
+            else "no reply in time: the run is cancelled",
+        }
+    if type == Event.Type.SUSPENSION_REMINDER:
+        return {
+            "tone": "system",
+            "who": p.get("agent", ""),
+            "text": f"reminder: {p.get('tool', '')}",
+        }
+    if type == Event.Type.SUSPENSION_ESCALATED:
+        return {
+            "tone": "system",
+            "who": p.get("agent", ""),
+            "text": f"escalated {p.get('tool', '')} to {p.get('escalate_to', '')}",
+        }
+    if type == Event.Type.SUSPENSION_VOTED:
+        return {
+            "tone": "decision",
+            "who": actor or p.get("by") or "",
+            "text": f"approved {p.get('tool', '')} ({p.get('approvals')} of {p.get('required')} "
+            "approvals)",
+            "pre": pretty(p["edited_args"]) if p.get("edited_args") is not None else "",
+        }
+    if type == Event.Type.SUSPENSION_EXTENDED:
+        return {
+            "tone": "system",
+            "who": actor or p.get("by") or "",
+            "text": f"extended the deadline of {p.get('tool', '')}",
+            "pre": str(p.get("reason") or ""),
+        }
     return {"tone": "system", "who": "", "text": type}
 
 
+# Said already by the line of another event (THREAD_WAITING, USER_MESSAGE): not shown again
+# (static/js/thread.js HIDDEN mirrors this).
+HIDDEN = {Event.Type.INPUT_REQUIRED, Event.Type.INPUT_PROVIDED}
+
+
+def seconds(ms: Any) -> str:
+    """A duration in milliseconds as the pages write it; static/js/thread.js mirrors this."""
+    if not isinstance(ms, int | float):
+        return "?"
+    return f"{ms / 1000:.1f} s"
+
+
+# An instance's own chat: shown folded under its INSTANCE_STARTED line (static/js/thread.js
+# FOLDED mirrors this); its suspensions and their decisions stay in the transcript, where a
+# reviewer answers them.
+FOLDED = {
+    Event.Type.AGENT_MESSAGE,
+    Event.Type.TOOL_CALLED,
+    Event.Type.TOOL_RESULT,
+    Event.Type.AGENT_RESUMED,
+    Event.Type.FRAME_PUSHED,
+    Event.Type.FRAME_POPPED,
+}
+
+
 def transcript_entry(e: Event) -> dict[str, Any]:
-    """One event as the thread page shows it."""
-    actor = e.actor.username if e.actor else None
+    """One event as the thread page shows it: `lane`, the instance whose chat folds it away;
+    `instance`, the instance an INSTANCE_STARTED line holds the chat of."""
+    lane = e.payload.get("lane") if e.type in FOLDED else None
+    instance = e.payload.get("frame_id") if e.type == Event.Type.INSTANCE_STARTED else None
     return {
         "id": e.id,
         "type": e.type,
         "created_at": e.created_at,
         "suspension": str(e.suspension_id) if e.suspension_id else None,
-        **describe(e.type, e.payload, actor),
+        "lane": lane if isinstance(lane, int) else None,
+        "instance": instance if isinstance(instance, int) else None,
+        **describe(e.type, e.payload, e.actor_name or None),
     }
 
 
@@ -216,6 +359,10 @@ def thread_state(rows: list[Event], thread: Thread) -> tuple[str, list[str]]:
         return thread.status, [f.label for f in frames]
     status, stack = thread.status, []
     for e in rows:
+        if e.payload.get("lane") is not None:
+            # An instance's frames are not the main stack, and its suspension does not stop
+            # the thread: its siblings and the caller's batch go on (the API says "running").
+            continue
         status = STATUS_AFTER.get(e.type, status)
         if e.type == Event.Type.THREAD_STARTED:
             stack = [e.payload.get("agent", thread.agent.name)]
@@ -232,19 +379,18 @@ def thread_state(rows: list[Event], thread: Thread) -> tuple[str, list[str]]:
 def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
     _require(request, "agents.view_thread")
     pk = parse_uuid(thread_id)
-    thread = (
-        Thread.objects.select_related("agent", "created_by").filter(pk=pk).first() if pk else None
-    )
+    thread = Thread.objects.select_related("agent").filter(pk=pk).first() if pk else None
     if thread is None:
         raise Http404
     cursor = page_cursor()
-    rows = list(thread.events.select_related("actor").order_by("id"))
+    rows = list(thread.events.order_by("id"))
     # Status and stack come from the same events as the transcript, not from the thread's rows
     # read a moment apart: the client skips events the page already shows, so the page must
     # show exactly their effect (static/js/thread.js applies the later ones the same way).
     status, frames = thread_state(rows, thread)
-    events = [transcript_entry(e) for e in rows]
-    suspensions = {str(s.id): card(s) for s in thread.suspensions.select_related("decided_by")}
+    events = [transcript_entry(e) for e in rows if e.type not in HIDDEN]
+    viewer = policy.Viewer.of(request.user)
+    suspensions = {str(s.id): card(s, viewer) for s in thread.suspensions.all()}
     for entry in events:
         if entry["type"] == Event.Type.AGENT_SUSPENDED:
             entry["card"] = suspensions.get(entry["suspension"])
@@ -264,6 +410,9 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
                 "cursor": cursor,
                 "thread": str(thread.id),
                 "schemas": {k: v["schema"] for k, v in suspensions.items()},
+                "instances": thread_instances(thread),
+                "usage": thread_usage(thread),
+                "me": me(viewer),
             },
         },
     )
@@ -274,8 +423,19 @@ def new_run(request: HttpRequest) -> HttpResponse:
     _require(request, "agents.add_thread")
     form = NewRunForm(request.POST or None, initial={"agent": request.GET.get("agent")})
     if request.method == "POST" and form.is_valid():
-        thread = actions.start_thread(
-            form.cleaned_data["agent"], form.cleaned_data["message"], request.user
-        )
+        agent = form.cleaned_data["agent"]
+        # The limits of POST /api/threads (approvals.ratelimits, approvals.admission): the page
+        # is one more way to start runs, counted against the same user.
+        try:
+            ratelimits.hit(ratelimits.RUNS, request.user)
+            with admission.admitted(agent):
+                thread = actions.start_thread(agent, form.cleaned_data["message"], request.user)
+        except ratelimits.Limited as e:
+            form.add_error(None, e.detail)
+            response = render(
+                request, "approvals/new_run.html", {"form": form, "nav": "new_run"}, status=429
+            )
+            response["Retry-After"] = str(e.retry_after)
+            return response
         return redirect("thread", thread_id=thread.id)
     return render(request, "approvals/new_run.html", {"form": form, "nav": "new_run"})

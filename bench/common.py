@@ -68,6 +68,13 @@ class Gateway:
             GATEWAY_PREFIX=f"bench{run}",
             PYTHONPATH=str(ROOT),
             LOG_LEVEL="WARNING",
+            # The benchmarks measure the engine: its clients start and decide far faster than
+            # the rate limits and the pending cap let one token (approvals.ratelimits).
+            RATE_LIMIT_RUNS="",
+            RATE_LIMIT_USER_RUNS="",
+            RATE_LIMIT_DECISIONS="",
+            RATE_LIMIT_USER_DECISIONS="",
+            MAX_PENDING_PER_AGENT="0",
         )
         self.server_url = None
         self.database = None

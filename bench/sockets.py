@@ -28,6 +28,9 @@ agents:
   - name: bench
     model: scripted
     tools: [displayConfirmation]
+    # The benchmark's one token starts each run and approves it: four eyes (the default for
+    # blocking tools) would refuse that, so it is off for this agent only.
+    policy: {four_eyes: false}
     script:
       - tool_calls:
           - {name: displayConfirmation, input: {action: benchmark}}

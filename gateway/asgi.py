@@ -15,10 +15,12 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_wsgi_app = get_wsgi_application()
 
+# The imports below (E402) come after Django is set up: they read settings and models.
 from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from approvals.a2a.rpc import application as a2a_application  # noqa: E402
 from approvals.auth import WebSocketAuth  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
 
@@ -36,9 +38,23 @@ class DjangoHTTP(WsgiToAsgi):
         await _Request(self.wsgi_application, self.duplicate_header_limit)(scope, receive, send)
 
 
+class HTTPRouter:
+    """/a2a is answered in the event loop (approvals.a2a.rpc: its streams stay open for as long
+    as a task runs, which must not hold a worker thread); everything else by Django."""
+
+    def __init__(self, django: DjangoHTTP) -> None:
+        self.django = django
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+        if scope["path"] == "/a2a":
+            await a2a_application(scope, receive, send)
+        else:
+            await self.django(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
-        "http": DjangoHTTP(django_wsgi_app),
+        "http": HTTPRouter(DjangoHTTP(django_wsgi_app)),
         "websocket": WebSocketAuth(URLRouter(websocket_urlpatterns)),
     }
 )

@@ -18,3 +18,7 @@ def schedule_sweeper(sender: Celery, **kwargs: object) -> None:
     sender.add_periodic_task(
         settings.SWEEP_INTERVAL_SECONDS, sender.tasks["agents.tasks.sweep"], name="sweep"
     )
+    # By name: the notify app's tasks may not be imported yet when the app is finalized.
+    sender.add_periodic_task(
+        settings.NOTIFY_INTERVAL_SECONDS, sender.signature("notify.tasks.dispatch"), name="notify"
+    )

@@ -2,10 +2,15 @@
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
+import limits
 from django.core.exceptions import ImproperlyConfigured
+
+from gateway import dbpool
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,6 +30,18 @@ def envint(name: str, default: int) -> int:
         return int(value)
     except ValueError as e:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from e
+
+
+def envrate(name: str, default: str) -> str:
+    """A rate limit in the `limits` notation (approvals.ratelimits), checked now."""
+    value = os.environ.get(name, default).strip()
+    try:
+        limits.parse_many(value) if value else None
+    except ValueError as e:
+        raise ImproperlyConfigured(
+            f"{name} must be a rate such as '120/minute' (several joined by ';'), not {value!r}"
+        ) from e
+    return value
 
 
 def envstr(name: str, default: str = "") -> str:
@@ -57,6 +74,43 @@ ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
 
+
+def _origins(name: str, default: list[str]) -> list[str]:
+    """Exact origins (scheme://host[:port]) from a comma-separated variable. A bare host or a
+    wildcard would let a page on another port or scheme in (approvals.auth.SiteOriginValidator
+    compares all three), so they are refused rather than read generously."""
+    raw = os.environ.get(name)
+    values = [o.strip() for o in raw.split(",") if o.strip()] if raw is not None else default
+    origins = []
+    for value in values:
+        scheme, sep, host = value.rstrip("/").partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or not host or "/" in host:
+            raise ImproperlyConfigured(
+                f"{name}: {value!r} is not an origin such as https://gateway.example.com"
+            )
+        if "*" in host or host.startswith("."):
+            raise ImproperlyConfigured(f"{name}: {value!r}: name each origin, no wildcards")
+        origins.append(f"{scheme.lower()}://{host.lower()}")
+    return origins
+
+
+def _site_origins() -> list[str]:
+    """SITE_URL's origin and CSRF_TRUSTED_ORIGINS (a wildcard one is left out: name those in
+    WEBSOCKET_ALLOWED_ORIGINS). A loopback SITE_URL counts under each loopback name: a person
+    may open http://localhost:8000 or http://127.0.0.1:8000, one server on one port."""
+    site = urlsplit(SITE_URL)
+    origins = [f"{site.scheme}://{site.netloc}"]
+    if site.hostname in ("localhost", "127.0.0.1", "::1"):
+        port = f":{site.port}" if site.port else ""
+        origins += [f"{site.scheme}://{name}{port}" for name in ("localhost", "127.0.0.1", "[::1]")]
+    origins += [o for o in CSRF_TRUSTED_ORIGINS if "*" not in o]
+    return list(dict.fromkeys(origins))
+
+
+# Pages allowed to open the events socket with a reviewer's session (a browser sends its
+# cookies to any page's socket; token-authenticated sockets skip the check).
+WEBSOCKET_ALLOWED_ORIGINS = _origins("WEBSOCKET_ALLOWED_ORIGINS", _site_origins())
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -66,12 +120,19 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
+    "csp",
     "agents",
     "approvals",
+    "presence",
+    "notify",
+    "webhooks",
+    "metrics",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -79,6 +140,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "gateway.urls"
@@ -95,6 +158,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "approvals.limits.limits",
             ],
         },
     },
@@ -110,8 +174,14 @@ if DATABASE_URL:
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
             "max_size": envint("DATABASE_POOL_SIZE", 8),
-            "timeout": 30,
+            # How long a request or step waits for a connection before it fails (500, or the
+            # task's retry): long enough for a busy pool, short enough to say so.
+            "timeout": 10,
         }
+        # A pooled connection is checked as it leaves the pool: after PostgreSQL restarts,
+        # the dead ones are replaced at once instead of failing or delaying a request each.
+        DATABASES["default"]["ENGINE"] = "gateway.postgresql"
+        dbpool.steady_reconnects()
 else:
     DATABASES = {
         "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "gateway.sqlite3"}
@@ -139,6 +209,64 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
+
+# Login throttling (django-axes) on /login/ and /admin/login/. The throttle backend comes first
+# so a locked-out login never reaches the password check. API tokens do not pass through
+# authenticate(), so they are not throttled here.
+AUTHENTICATION_BACKENDS = [
+    "approvals.lockout.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
+# A username from one address: an attacker locks out only their own guesses at one account,
+# never the account's owner elsewhere nor everyone behind the attacker's address.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "approvals/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The client address is REMOTE_ADDR (axes' default): behind a proxy, run daphne with
+# --proxy-headers so that is the client's, not the proxy's, and no header a client sends counts.
+
+# Content-Security-Policy (django-csp) on every answer. Pages load only their own scripts and
+# styles from static/ (no inline script, style attribute or eval), so nothing inline is allowed.
+# The socket's ws:/wss: origin is named as well as 'self', which older browsers do not stretch
+# to WebSocket URLs.
+_SITE_HOST = SITE_URL.split("://", 1)[-1].split("/", 1)[0]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'", f"ws://{_SITE_HOST}", f"wss://{_SITE_HOST}"],
+        "object-src": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+    }
+}
+
+# HTTPS. Off by default so `make run` works over plain HTTP; the README's "Production over
+# HTTPS" lists the values a deployment sets (tests/approvals/test_deploy_settings.py checks them
+# with `manage.py check --deploy`).
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "false")
+# A load balancer's health probe often speaks plain HTTP to the backend; a redirect would read
+# as unhealthy. /healthz tells nothing secret, so it answers over either.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", "false")
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", "false")
+SESSION_COOKIE_HTTPONLY = envbool("SESSION_COOKIE_HTTPONLY", "true")
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", "false")
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+# Behind a TLS-terminating proxy that sets X-Forwarded-Proto (and strips it from clients).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if envbool("SECURE_PROXY_SSL_HEADER", "false") else None
+)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = os.environ.get("SECURE_REFERRER_POLICY", "same-origin")
+X_FRAME_OPTIONS = "DENY"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -169,7 +297,11 @@ else:
 BROKER_DIR = DATA_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    # An unacknowledged task (its worker died) is delivered again after this long; the
+    # sweeper re-enqueues a stalled thread long before (STALLED_AFTER_SECONDS).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": envint("BROKER_VISIBILITY_TIMEOUT", 3600)
+    }
 else:
     for sub in ("out", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
@@ -184,6 +316,13 @@ else:
         "polling_interval": 0.05,
     }
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("GATEWAY_QUEUE", "gateway")
+# Deadlines and the sweeper have a queue (and, under `manage.py serve`, a worker) of their own,
+# so a timeout is never stuck behind a backlog of runs.
+CELERY_DEADLINE_QUEUE = os.environ.get("DEADLINE_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-deadlines")
+CELERY_TASK_ROUTES = {
+    "agents.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
+    "agents.tasks.expire_suspension": {"queue": CELERY_DEADLINE_QUEUE},
+}
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -197,19 +336,126 @@ ANTHROPIC_API_KEY = envstr("ANTHROPIC_API_KEY")
 ANTHROPIC_MAX_RETRIES = envint("ANTHROPIC_MAX_RETRIES", 2)
 ANTHROPIC_TIMEOUT = envint("ANTHROPIC_TIMEOUT", 120)
 AGENT_MAX_TOKENS = envint("AGENT_MAX_TOKENS", 4096)
-# A worker holds a thread for this long at most without a checkpoint; after that another
-# worker may take it over (invariant 3).
-THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 300)
+# A worker's hold on a thread lasts this long unless renewed; a heartbeat renews it every third
+# of it while the worker is alive, so a dead worker's threads are taken over within seconds
+# (invariant 3; agents.engine.Heartbeat).
+THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 # A thread that should run but has not been picked up for this long is enqueued again.
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
 DEFAULT_BLOCKING_TIMEOUT = envint("DEFAULT_BLOCKING_TIMEOUT", 3600)
+# Modules that register the deployment's own tools when imported (comma-separated).
+TOOL_MODULES = [m for m in os.environ.get("TOOL_MODULES", "").split(",") if m.strip()]
+
+# Input limits of the API and the pages (approvals/api.py, approvals/forms.py): one oversized
+# message or decision would otherwise travel into every event, socket and page that shows it.
+MAX_MESSAGE_CHARS = envint("MAX_MESSAGE_CHARS", 32000)  # a run's message, a reply, an answer
+MAX_REASON_CHARS = envint("MAX_REASON_CHARS", 2000)  # a decision's reason
+MAX_ARGUMENTS_BYTES = envint("MAX_ARGUMENTS_BYTES", 64 * 1024)  # edited arguments, as JSON
+# A reviewer's claim on a pending request ("Dana is reviewing") lapses after this long (presence/).
+CLAIM_SECONDS = envint("CLAIM_SECONDS", 300)
+# A reviewer may move a pending request's deadline once, by at most this much (agents.reminders).
+MAX_EXTENSION_SECONDS = envint("MAX_EXTENSION_SECONDS", 3600)
+
+# Limits on abuse (approvals.ratelimits, approvals.admission). A rate is in the `limits`
+# notation, "120/minute" or several joined by ";" ("10/second;120/minute"); empty: no limit.
+RATE_LIMIT_RUNS = envrate("RATE_LIMIT_RUNS", "120/minute")  # runs one token may start
+RATE_LIMIT_USER_RUNS = envrate("RATE_LIMIT_USER_RUNS", "600/minute")  # one user, all tokens
+RATE_LIMIT_DECISIONS = envrate("RATE_LIMIT_DECISIONS", "120/minute")  # decisions of one token
+RATE_LIMIT_USER_DECISIONS = envrate("RATE_LIMIT_USER_DECISIONS", "600/minute")  # of one user
+# Requests of one agent waiting for a person (and its runs still working) past which no run
+# of it starts; 0: no cap.
+MAX_PENDING_PER_AGENT = envint("MAX_PENDING_PER_AGENT", 1000)
+
+# Email to reviewers (notify/): new requests, reminders and escalations. EMAIL_HOST switches
+# on SMTP; without it (`make run`) the console shows the emails the gateway would send.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = envstr("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = envstr("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Approval gateway <gateway@localhost>")
+# How often beat turns new events into emails and sends again those whose sending failed.
+NOTIFY_INTERVAL_SECONDS = float(os.environ.get("NOTIFY_INTERVAL_SECONDS", "1"))
+
+# Replies to an agent that waits for input (agents.actions.provide_input); an agent file may
+# set its own (input_max_chars, input_types, input_timeout, on_input_timeout).
+INPUT_MAX_CHARS = envint("INPUT_MAX_CHARS", MAX_MESSAGE_CHARS)
+INPUT_TYPES = [
+    t.strip()
+    for t in os.environ.get("INPUT_TYPES", "text/plain,application/json").split(",")
+    if t.strip()
+]
+INPUT_TIMEOUT_SECONDS = envint("INPUT_TIMEOUT_SECONDS", 0)  # 0: a thread waits for input forever
+
+
+def envseconds(name: str, default: str) -> list[float]:
+    """Durations in seconds from a comma-separated variable ("5,30,120")."""
+    raw = os.environ.get(name) or default
+    try:
+        values = [float(v) for v in raw.split(",") if v.strip()]
+    except ValueError as e:
+        raise ImproperlyConfigured(
+            f"{name} must be seconds separated by commas, not {raw!r}"
+        ) from e
+    if not values or any(v < 0 for v in values):
+        raise ImproperlyConfigured(f"{name} must list at least one duration of 0 or more seconds")
+    return values
+
+
+# Webhooks and A2A push notifications (webhooks/). Deliveries are retried after each of these
+# waits in turn (with jitter; about 28 hours in all), then dead-lettered.
+WEBHOOKS_RETRY_SCHEDULE = envseconds(
+    "WEBHOOKS_RETRY_SCHEDULE", "5,30,120,600,1800,3600,7200,14400,28800,43200"
+)
+# A subscription whose last N finished deliveries were all dead-lettered is disabled.
+WEBHOOKS_DISABLE_AFTER = envint("WEBHOOKS_DISABLE_AFTER", 5)
+WEBHOOKS_TIMEOUT_SECONDS = envint("WEBHOOKS_TIMEOUT_SECONDS", 10)  # connect, send, read: each
+# URLs that resolve to private, loopback, link-local or multicast addresses are refused, at
+# subscribe time and again at every delivery, unless this is true (tests; a closed network).
+WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")
+# How often beat fans new events out to deliveries and sends the retries that are due.
+WEBHOOKS_SWEEP_INTERVAL_SECONDS = float(os.environ.get("WEBHOOKS_SWEEP_INTERVAL_SECONDS", "1"))
+CELERY_BEAT_SCHEDULE = {
+    "webhooks-sweep": {
+        "task": "webhooks.tasks.sweep",
+        "schedule": WEBHOOKS_SWEEP_INTERVAL_SECONDS,
+    }
+}
+
+# Prometheus scrapes /metrics with `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is
+# off and answers 404 (metrics.views).
+METRICS_TOKEN = envstr("METRICS_TOKEN")
+
+# plain: one readable line per record (`make run`); json: one JSON object per line with the
+# thread, suspension, frame and task ids the record is about (gateway.logs).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "gateway.logs.JsonLines"},
+    },
+    "filters": {"ids": {"()": "gateway.logs.ContextFilter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        # django-axes says "BEGIN" at every start of every command.
+        "axes.apps": {"level": "WARNING"},
+    },
 }

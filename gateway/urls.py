@@ -3,7 +3,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from approvals import api
+from approvals import api, event_api, extend_api
+from approvals.a2a.card import agent_card
 
 api_patterns = [
     path("threads", api.threads),
@@ -11,14 +12,22 @@ api_patterns = [
     path("threads/<str:thread_id>/messages", api.thread_messages),
     path("threads/<str:thread_id>/cancel", api.thread_cancel),
     path("threads/<str:thread_id>/suspensions/<str:suspension_id>/resume", api.resume),
+    path("threads/<str:thread_id>/suspensions/<str:suspension_id>/extend", extend_api.extend),
     path("suspensions", api.suspensions),
     path("suspensions/<str:suspension_id>", api.suspension_detail),
     path("events", api.event_list),
+    path("events/<str:event_id>", event_api.event_detail),
 ]
 
 urlpatterns = [
+    path("api/", include("webhooks.urls")),
     path("api/", include(api_patterns)),
+    # A2A: the agent card; the JSON-RPC endpoint /a2a is served beside Django (gateway.asgi).
+    path(".well-known/agent-card.json", agent_card, name="agent_card"),
     path("admin/", admin.site.urls),
+    # /metrics, /api/metrics/conversations and the metrics page /insights/.
+    path("", include("metrics.urls")),
+    path("email/", include("notify.urls")),
     path("", include("approvals.urls")),
 ]
 

@@ -37,8 +37,9 @@ def wait_for(
 
 @pytest.fixture
 def users(db: Any, settings: Any) -> dict[str, Any]:
-    """A reviewer, a teammate (also a reviewer), an outsider with no access, and an admin."""
-    from django.contrib.auth.models import Group, User
+    """A reviewer, a teammate (also a reviewer), an outsider with no access, an admin, and an
+    operator who starts runs and decides none."""
+    from django.contrib.auth.models import Group, Permission, User
 
     from approvals.permissions import REVIEWERS
 
@@ -52,11 +53,22 @@ def users(db: Any, settings: Any) -> dict[str, Any]:
             user.groups.add(group)
         made[name] = user
     made["admin"] = User.objects.create_superuser("admin", password="admin-password-1")
+    # Four eyes (agents.policy) is the default: whoever starts a run may not decide it. Tests
+    # that are not about policy start runs as the operator, who may start and read runs but
+    # decides nothing, and decide as a reviewer.
+    operator = User.objects.create_user("olivia", password="olivia-password-1")
+    operator.user_permissions.add(
+        *Permission.objects.filter(
+            content_type__app_label="agents",
+            codename__in=["add_thread", "view_thread", "change_thread", "view_suspension"],
+        )
+    )
     return {
         "reviewer": made["alice"],
         "teammate": made["bob"],
         "outsider": made["mallory"],
         "admin": made["admin"],
+        "operator": operator,
     }
 
 
@@ -82,6 +94,24 @@ class Api:
         return self.client.post(path, body, content_type="application/json", headers=self.headers)
 
 
+OPERATOR = "olivia"
+
+
+def operator() -> Any:
+    """The users fixture's operator: starts the runs that reviewers decide (four eyes)."""
+    from django.contrib.auth.models import User
+
+    return User.objects.get(username=OPERATOR)
+
+
+def operator_of(client: Any) -> Any:
+    """A client of the same kind as `client` (Api, or tests.e2e's HttpApi) for the operator:
+    tests that are not about policy start runs with it and decide with `client`."""
+    if isinstance(client, Api):
+        return Api(operator())
+    return type(client)(str(client.client.base_url), operator())
+
+
 @pytest.fixture
 def api(users: dict[str, Any]) -> Callable[[str], Api]:
     """api("reviewer") is that user's client; api(None) is anonymous."""
@@ -101,11 +131,35 @@ def load_agents(db: Any) -> Callable[[str], None]:
     return loader
 
 
-def worker_env() -> dict[str, str]:
-    """The environment a worker needs to share this test run's database and broker."""
+@pytest.fixture(scope="session")
+def smtp_server() -> Iterator[Any]:
+    """A real SMTP server (aiosmtpd) for the session; the worker sends its email there."""
+    from tests.smtp import SmtpServer
+
+    server = SmtpServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def mailbox(smtp_server: Any, settings: Any) -> Any:
+    """The session's SMTP server, emptied, with Django's SMTP backend sending to it from this
+    process too."""
+    for key, value in smtp_server.settings().items():
+        setattr(settings, key, value)
+    smtp_server.mailbox.clear()
+    return smtp_server.mailbox
+
+
+def worker_env(smtp: Any = None) -> dict[str, str]:
+    """The environment a worker needs to share this test run's database and broker (and,
+    given `smtp`, to send email to that server)."""
     from django.db import connection
 
     env = dict(os.environ)
+    if smtp is not None:
+        env.update({key: str(value) for key, value in smtp.settings().items()})
     settings_dict = connection.settings_dict
     if settings_dict["ENGINE"].endswith("sqlite3"):
         env["DATABASE_URL"] = f"sqlite:///{settings_dict['NAME']}"
@@ -144,8 +198,9 @@ class ChildProcess:
 
 
 class WorkerProcess(ChildProcess):
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, smtp: Any = None) -> None:
         self.log_dir = log_dir
+        self.smtp = smtp
         self.proc: subprocess.Popen | None = None
         self.count = 0
 
@@ -169,7 +224,7 @@ class WorkerProcess(ChildProcess):
                 "-c",
                 "2",
                 "-Q",
-                settings.CELERY_TASK_DEFAULT_QUEUE,
+                f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_DEADLINE_QUEUE}",
                 "-s",
                 str(self.log_dir / "beat-schedule"),
                 "--without-gossip",
@@ -178,7 +233,7 @@ class WorkerProcess(ChildProcess):
                 f"test{self.count}@%h",
             ],
             cwd=ROOT,
-            env=worker_env(),
+            env=worker_env(self.smtp),
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -194,24 +249,77 @@ class WorkerProcess(ChildProcess):
 
 @pytest.fixture(scope="session")
 def worker_process(
-    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: Any, smtp_server: Any
 ) -> Iterator[WorkerProcess]:
     with django_db_blocker.unblock():
-        process = WorkerProcess(tmp_path_factory.mktemp("worker"))
+        process = WorkerProcess(tmp_path_factory.mktemp("worker"), smtp_server)
         process.start()
     yield process
     process.stop()
 
 
 @pytest.fixture
-def worker(worker_process: WorkerProcess, transactional_db: Any) -> WorkerProcess:
-    """A real Celery worker (with beat) on this run's database and broker."""
+def worker(worker_process: WorkerProcess, transactional_db: Any) -> Iterator[WorkerProcess]:
+    """A real Celery worker (with beat) on this run's database and broker.
+
+    The worker lives for the session, so after each test it is given time to finish the step it
+    is in before the test's database is flushed: a flush (TRUNCATE) racing a step's
+    transaction can deadlock, and a step landing after the flush would leak into the next test.
+    """
     if worker_process.proc is None or worker_process.proc.poll() is not None:
         worker_process.start()
-    return worker_process
+    yield worker_process
+    from django.utils import timezone
+
+    from agents.models import StackFrame, Thread
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        now = timezone.now()
+        busy = Thread.objects.filter(lease_expires_at__gt=now).exists()
+        if not busy and not StackFrame.objects.filter(lease_expires_at__gt=now).exists():
+            break
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def flush_retries_deadlocks() -> Iterator[None]:
+    """A test's flush can still meet a beat task (the deadline sweep) mid-transaction; PostgreSQL
+    then aborts one side as a deadlock. The flush is retried rather than failing the test and,
+    with the rows it left, the next one."""
+    from django.db import OperationalError
+    from django.db.backends.base.operations import BaseDatabaseOperations
+
+    original = BaseDatabaseOperations.execute_sql_flush
+
+    def execute_sql_flush(self: Any, sql_list: list[str]) -> None:
+        for attempt in range(5):
+            try:
+                return original(self, sql_list)
+            except OperationalError:
+                if attempt == 4:
+                    raise
+                time.sleep(0.5)
+
+    BaseDatabaseOperations.execute_sql_flush = execute_sql_flush
+    yield
+    BaseDatabaseOperations.execute_sql_flush = original
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     """Tests that start the real worker run last: once started it lives for the session, and a
     test that builds its rows by hand must not have a worker resuming them behind its back."""
     items.sort(key=lambda item: "worker" in getattr(item, "fixturenames", ()))
+
+
+# Seconds the process may take to exit once the session is over. A thread that outlives the
+# tests (an event loop that does not close, a server left running) would keep the interpreter
+# waiting at exit with every test passed; CI would see only its own time limit, with nothing
+# said. Instead, past this grace the stack of every thread is printed and the run fails.
+EXIT_GRACE = 120
+
+
+def pytest_unconfigure(config: Any) -> None:
+    import faulthandler
+
+    faulthandler.dump_traceback_later(EXIT_GRACE, exit=True, file=sys.__stderr__)

@@ -66,7 +66,7 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
             what="make run to print its URL",
         )
         assert proc.poll() is None, log.read_text()
-        wait_for(lambda: _answers(port), timeout=30, what="the server to answer")
+        wait_for(lambda: _answers(port), timeout=90, what="the server to answer")
         yield proc, port, log
     finally:
         if proc.poll() is None:
@@ -141,6 +141,28 @@ class ReadmeTestCase:
             "AGENT_MESSAGE",
             "THREAD_COMPLETED",
         ]
+
+    def test_a_worker_that_exits_by_itself_is_started_again(self, make_run) -> None:
+        proc, port, log = make_run
+
+        def deadline_workers() -> list[str]:
+            found = subprocess.run(
+                ["pgrep", "-g", str(proc.pid), "-f", "deadlines@"],
+                capture_output=True,
+                text=True,
+            )
+            return found.stdout.split()
+
+        first = wait_for(deadline_workers, timeout=30, what="the deadline worker")
+        for pid in first:
+            os.kill(int(pid), signal.SIGKILL)
+        wait_for(
+            lambda: (now := deadline_workers()) and not set(now) & set(first),
+            timeout=30,
+            what="serve to start the deadline worker again",
+        )
+        assert "deadlines exited with" in log.read_text()
+        assert proc.poll() is None and _answers(port)
 
     def test_ctrl_c_stops_the_server_the_worker_and_beat(self, make_run) -> None:
         proc, port, log = make_run

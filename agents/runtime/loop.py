@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from agents.runtime import messages as msgs
-from agents.runtime.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
+from agents.runtime.llm import LLMError, LLMProvider, LLMRequest, LLMResponse, StreamListener
 from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,10 @@ class TurnAction(StrEnum):
     COMPLETE = "complete"
     CHILD_ACTIVATED = "child_activated"
     SUSPENDED = "suspended"
+    # Agents as tools: calls of agent__<name> that have no instance yet (the engine starts
+    # them, then runs the turn again), and a turn whose only calls left are running instances.
+    FAN_OUT = "fan_out"
+    WAITING = "waiting"
     MAX_ITERATIONS = "max_iterations"
     ERROR = "error"
 
@@ -79,10 +83,22 @@ class Hooks:
     def llm_responded(self, frame: Frame, response: LLMResponse) -> None:
         pass
 
+    def listener(self, frame: Frame) -> StreamListener | None:
+        """Who hears the model's answer as it streams (None: nobody)."""
+        return None
+
     @contextlib.contextmanager
     def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Iterator[None]:
-        """Wraps one tool's run and the recording of its result (a transaction, in the engine)."""
+        """Wraps one tool's run and the recording of its result. The engine makes the call
+        durable before the tool runs and saves the result after it, each in a short
+        transaction of its own: the tool itself runs outside any transaction."""
         yield
+
+    def reraises(self, error: Exception) -> bool:
+        """Whether a tool's exception is the run's problem rather than the tool's: the engine
+        lets transient database errors through, so the step is retried instead of handing the
+        model an error result."""
+        return False
 
     def tool_result(
         self, frame: Frame, tool_use: dict[str, Any], content: str, is_error: bool, **extra: Any
@@ -132,13 +148,23 @@ def execute_turn(
     tool_result: tuple[str, str, bool] | None = None,
     run: Any = None,
     agents: Any = None,
+    started: frozenset[str] = frozenset(),
 ) -> TurnResult:
     """Run `frame` until it answers with text, completes, pushes a child, suspends or fails.
 
     It starts from the unresolved tool uses of the last assistant message, if any, so a
     resumed frame never runs a tool twice. `decisions` answers blocking calls by tool_use id.
     `run` and `agents` reach the tools through their ToolContext.
+
+    Agents as tools: a call of `agent__<name>` is not run here. The turn returns FAN_OUT while
+    such calls have no instance, so the caller starts one per call (each runs on its own) and
+    calls again with their tool_use ids in `started`; the other calls of the message then run
+    or suspend as usual, and the turn returns WAITING when only started instances are left.
+    Their results come back as tool_results the caller adds; the model gets every result in
+    the order of the calls.
     """
+    from agents.runtime import agent_tools
+
     hooks = hooks or Hooks()
     decisions = decisions or {}
     if user_message is not None:
@@ -147,6 +173,12 @@ def execute_turn(
     elif tool_result is not None:
         msgs.add_tool_result(frame.messages, *tool_result)
     available = tools.effective(frame.tools, frame.tool_overrides)
+    for name in frame.tools:
+        child = agent_tools.agent_of(name)
+        if child is not None and name not in available:
+            spec = agents(child) if agents is not None else None
+            if spec is not None:
+                available[name] = agent_tools.make_tool(spec)
     if frame.agent_type != "main":
         complete = tools.get(COMPLETE_TOOL)
         if complete is not None:
@@ -164,6 +196,7 @@ def execute_turn(
                     ),
                 )
             frame.iteration += 1
+            msgs.order_results(frame.messages)
             request = LLMRequest(
                 agent_name=frame.agent_name,
                 model=frame.model,
@@ -172,8 +205,12 @@ def execute_turn(
                 tools=[t.api_schema() for t in available.values()],
                 max_tokens=frame.max_tokens,
             )
+            listener = hooks.listener(frame)
             try:
-                response = llm.complete(request)
+                if listener is None:
+                    response = llm.complete(request)
+                else:
+                    response = llm.complete(request, listener)
             except LLMError as e:
                 return TurnResult(TurnAction.ERROR, text=str(e))
             if frame.messages and frame.messages[-1].get("role") == "assistant":
@@ -194,12 +231,20 @@ def execute_turn(
                 return TurnResult(TurnAction.SEND_TEXT, text=said)
 
         assistant = frame.messages[msgs.last_assistant_index(frame.messages)]["content"]
+        if any(_is_instance(u, available) and u["id"] not in started for u in pending):
+            return TurnResult(TurnAction.FAN_OUT)
         for position, use in enumerate(pending):
+            if use["id"] in started:
+                continue  # an instance runs it
             if use["name"] == COMPLETE_TOOL and COMPLETE_TOOL in available:
                 return TurnResult(TurnAction.COMPLETE, text=str(use["input"].get("result", "")))
             tool = available.get(use["name"])
             if tool is None:
-                _record(frame, hooks, use, f"Unknown tool '{use['name']}'.", True)
+                if agent_tools.agent_of(use["name"]) is not None:
+                    unknown = agent_tools.unknown_message(use["name"])
+                else:
+                    unknown = f"Unknown tool '{use['name']}'."
+                _record(frame, hooks, use, unknown, True)
                 continue
             if tool.blocking and use["id"] not in decisions:
                 errors = tool.validate(use["input"])
@@ -227,6 +272,15 @@ def execute_turn(
                 _run(frame, hooks, use, tool, args, note, context, decision)
             except ChildActivated as activated:
                 return TurnResult(TurnAction.CHILD_ACTIVATED, child_frame=activated.child_frame)
+        if msgs.unresolved_tool_uses(frame.messages):
+            # Every call left is an instance still running: the frame waits for their results.
+            return TurnResult(TurnAction.WAITING)
+
+
+def _is_instance(use: dict[str, Any], available: dict[str, Tool]) -> bool:
+    from agents.runtime import agent_tools
+
+    return use["name"] in available and agent_tools.agent_of(use["name"]) is not None
 
 
 def _stop_error(frame: Frame, response: LLMResponse) -> str:
@@ -307,9 +361,9 @@ def _run(
     context: ToolContext,
     decision: Decision | None,
 ) -> None:
-    # A ChildActivated raised by the tool leaves this block without a result: the scope's
-    # transaction rolls back, the tool use stays unresolved, and the engine saves the frame
-    # together with the child it pushes (Run._push), so the call is never left without one.
+    # A ChildActivated raised by the tool leaves this block without a result: nothing is
+    # recorded, the tool use stays unresolved, and the engine saves the frame together with
+    # the child it pushes (Run._push), so the call is never left without one.
     with hooks.tool_scope(frame, use):
         errors = tool.validate(args)
         if errors:
@@ -320,6 +374,8 @@ def _run(
             except ToolError as e:
                 content, is_error = str(e), True
             except Exception as e:
+                if hooks.reraises(e):
+                    raise
                 log.exception("tool %s failed", tool.name)
                 content, is_error = f"Tool {tool.name} failed: {type(e).__name__}: {e}", True
         content = note + content

@@ -75,3 +75,23 @@ def add_tool_result(
         messages[-1]["content"] = blocks(messages[-1]) + [block]
     else:
         messages.append({"role": "user", "content": [block]})
+
+
+def order_results(messages: list[Message]) -> None:
+    """Put the tool_results answering the last assistant message in the order of its calls.
+
+    Results arrive in the order their calls finish (agent instances run side by side); the
+    model gets them back in the order it asked.
+    """
+    index = last_assistant_index(messages)
+    if index is None or index + 1 >= len(messages):
+        return
+    order = {u["id"]: n for n, u in enumerate(tool_uses(blocks(messages[index])))}
+    reply = messages[index + 1]
+    content = blocks(reply)
+    results = [b for b in content if b.get("type") == "tool_result"]
+    if len(results) < 2:
+        return
+    others = [b for b in content if b.get("type") != "tool_result"]
+    results.sort(key=lambda b: order.get(b.get("tool_use_id"), len(order)))
+    reply["content"] = results + others

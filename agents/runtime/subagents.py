@@ -25,6 +25,7 @@ from agents.runtime.tools import registry as default_registry
 USE_SKILL = "use_skill"
 USE_AGENT = "use_agent"
 MAIN, SKILL, AGENT = "main", "skill", "agent"
+AGENT_TOOL_PREFIX = "agent__"  # agents as tools (agents.runtime.agent_tools)
 # Agent files may not list these: they are offered by the rules above.
 AUTOMATIC_TOOLS = frozenset({USE_SKILL, USE_AGENT, COMPLETE_TOOL})
 
@@ -42,6 +43,7 @@ class AgentSpec:
     tool_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     max_iterations: int = 10
     max_tokens: int = 4096
+    agents_as_tools: list[str] = field(default_factory=list)
 
 
 AgentResolver = Callable[[str], AgentSpec | None]
@@ -104,7 +106,9 @@ def build_frame(
         messages=[{"role": "user", "content": [{"type": "text", "text": message}]}],
         system_prompt=spec.system_prompt,
         model=spec.model,
-        tools=[t for t in spec.tools if t not in AUTOMATIC_TOOLS] + offered,
+        tools=[t for t in spec.tools if t not in AUTOMATIC_TOOLS]
+        + offered
+        + [AGENT_TOOL_PREFIX + name for name in spec.agents_as_tools],
         tool_overrides=overrides,
         max_iterations=spec.max_iterations,
         max_tokens=spec.max_tokens,

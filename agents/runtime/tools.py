@@ -10,6 +10,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from agents.runtime.ladder import Ladder, build_ladder
+
 IMMEDIATE = "immediate"
 BLOCKING = "blocking"
 EXECUTION_MODES = (IMMEDIATE, BLOCKING)
@@ -43,6 +45,16 @@ class ToolContext:
     run: Any = None  # the caller's handle on the run (the thread's id in the engine)
     agents: Any = None  # looks agents up by name (subagents.AgentResolver), for use_skill/use_agent
 
+    @property
+    def idempotency_key(self) -> str:
+        """The same for every attempt at this call, and for no other call (the tool_use id).
+
+        A tool runs at least once: a worker killed while the tool runs leaves no result, and
+        the call runs again from the start. A tool with outside effects passes this key to the
+        outside system (or records it beside its effect) so that a second attempt is a no-op.
+        """
+        return self.tool_use_id
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -54,6 +66,14 @@ class Tool:
     timeout: int | None = None  # seconds a blocking call waits for a decision
     on_timeout: str = "reject"
     kind: str = CONFIRMATION  # what a blocking call asks of a person: a yes/no or an answer
+    # Reminders and escalation before the deadline, as an agent file writes them
+    # (agents.runtime.ladder); None: the tool leaves them to the agent.
+    reminders: Any = None
+    escalate_to: str | None = None
+    escalate_at: Any = None
+    # Who may decide a blocking call, and how (agents.policy): the tool's own default, which
+    # an agent's policy overrides key by key.
+    policy: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -75,6 +95,17 @@ class Tool:
         if not isinstance(self.description, str):
             raise ValueError(f"{self.name}: description must be text")
         try:
+            self.ladder()
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {e}") from e
+        if self.policy is not None:
+            from agents.policy import PolicyError, check_keys
+
+            try:
+                check_keys(self.policy, "policy")
+            except PolicyError as e:
+                raise ValueError(f"{self.name}: {e}") from e
+        try:
             Draft202012Validator.check_schema(self.input_schema)
         except SchemaError as e:
             raise ValueError(f"{self.name}: invalid input_schema: {e.message}") from e
@@ -83,8 +114,22 @@ class Tool:
     def blocking(self) -> bool:
         return self.execution_mode == BLOCKING
 
+    def ladder(self) -> Ladder | None:
+        """The tool's own reminders and escalation; None when it sets none (the agent's apply)."""
+        if self.reminders is None and self.escalate_to is None and self.escalate_at is None:
+            return None
+        return build_ladder(self.reminders, self.escalate_to, self.escalate_at)
+
     def with_overrides(self, overrides: dict[str, Any]) -> "Tool":
-        allowed = {"execution_mode", "timeout", "on_timeout", "description"}
+        allowed = {
+            "execution_mode",
+            "timeout",
+            "on_timeout",
+            "description",
+            "reminders",
+            "escalate_to",
+            "escalate_at",
+        }
         if not isinstance(overrides, dict):
             raise ValueError(f"{self.name}: overrides must be a mapping, like {{timeout: 120}}")
         unknown = set(overrides) - allowed
@@ -163,6 +208,10 @@ class ToolRegistry:
         timeout: int | None = None,
         on_timeout: str = "reject",
         kind: str = CONFIRMATION,
+        reminders: Any = None,
+        escalate_to: str | None = None,
+        escalate_at: Any = None,
+        policy: dict[str, Any] | None = None,
     ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
         """Declare a tool from a function of (args, context):
 
@@ -181,6 +230,10 @@ class ToolRegistry:
                     timeout=timeout,
                     on_timeout=on_timeout,
                     kind=kind,
+                    reminders=reminders,
+                    escalate_to=escalate_to,
+                    escalate_at=escalate_at,
+                    policy=policy,
                 )
             )
 
@@ -220,5 +273,8 @@ registry.register(
         },
         execution_mode=BLOCKING,
         kind=INPUT,
+        # A question is put to whoever started the run: they are the one to answer it, so
+        # four eyes, the default for blocking tools, does not apply to it.
+        policy={"four_eyes": False},
     )
 )

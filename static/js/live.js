@@ -1,6 +1,15 @@
 /* The live connection (design.md, invariant 5): the page was rendered with a cursor; the socket
    replays every event after it, then streams. The client keeps the highest id it applied,
    ignores ids it has seen, and reconnects from its cursor with backoff, saying so plainly.
+   It says "Live" only while the server answers: after its first answer on a new socket, and
+   no longer once a ping goes unanswered or a send fails. A message too big for the socket
+   comes as a summary (`truncated`, approvals/hub.py); the whole event is fetched over REST
+   and handlers get events whole and in id order.
+   A page that names a thread (live-data "thread") watches its live text too: LIVE_TEXT
+   messages (approvals/hub.py) are no events, have no id, never move the cursor, and go to the
+   text handlers as they come; a new socket starts with the rows as they are then.
+   Claims and presence (presence/session.py) travel on the same socket: PRESENCE and
+   CLAIM_REFUSED messages go to the presence handlers, and send() carries the page's.
    window.__gateway exposes what it applied so the browser tests can check "none twice". */
 (function () {
   "use strict";
@@ -11,19 +20,27 @@
     initialCursor: data.cursor,
     applied: [],
     ignored: 0,
+    texts: 0,
     connects: 0,
     socket: null,
   };
   window.__gateway = state;
 
   var handlers = [];
+  var textHandlers = [];
+  var presenceHandlers = [];
+  var openHandlers = [];
   var indicator = document.getElementById("connection");
   var attempt = 0;
   var retryTimer = null;
   var tickTimer = null;
   var watchdog = null;
-  // The server sends a heartbeat every 20 s; silence for longer means a dead connection.
-  var SILENCE_LIMIT = 45000;
+  var pinger = null;
+  var applying = Promise.resolve();  // handlers run one event at a time, in id order
+  // The page pings this often; the server answers at once (and sends a heartbeat every 20 s).
+  var PING_INTERVAL = 15000;
+  // No answer this long after a ping: the connection is dead, whatever the socket says.
+  var ANSWER_LIMIT = 10000;
 
   function show(name, text) {
     document.body.dataset.connection = name;
@@ -32,28 +49,73 @@
     indicator.querySelector(".text").textContent = text;
   }
 
-  function heard() {
+  /* The socket is not receiving: leave "Live" at once and reconnect from the cursor. */
+  function lost(socket) {
+    if (state.socket !== socket) return;
+    state.socket = null;
+    clearInterval(pinger);
     clearTimeout(watchdog);
-    watchdog = setTimeout(function () {
-      if (state.socket) state.socket.close();
-    }, SILENCE_LIMIT);
+    watchdog = null;
+    try {
+      socket.close();
+    } catch (e) { /* already closing */ }
+    retry();
+  }
+
+  function ping(socket) {
+    try {
+      socket.send(JSON.stringify({ type: "ping" }));
+    } catch (e) {
+      lost(socket);
+      return;
+    }
+    if (watchdog === null) {
+      watchdog = setTimeout(function () { lost(socket); }, ANSWER_LIMIT);
+    }
+  }
+
+  /* The whole event of a summary, from the REST API; the summary itself if that fails. */
+  function whole(message) {
+    if (!message.truncated || !message.url) return Promise.resolve(message);
+    return fetch(message.url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) { return response.ok ? response.json() : message; })
+      .then(function (event) { return event && event.id === message.id ? event : message; },
+            function () { return message; });
+  }
+
+  function call(list, value, what) {
+    list.forEach(function (handler) {
+      try {
+        handler(value);
+      } catch (e) {
+        console.error(what, e);
+      }
+    });
+  }
+
+  function dispatch(message) {
+    state.applied.push(message.id);
+    call(handlers, message, "applying event " + message.id);
   }
 
   function apply(message) {
+    if (message.type === "LIVE_TEXT") {
+      state.texts += 1;
+      call(textHandlers, message, "applying live text");
+      return;
+    }
+    if (message.type === "PRESENCE" || message.type === "CLAIM_REFUSED") {
+      call(presenceHandlers, message, "applying presence");
+      return;
+    }
     if (typeof message.id !== "number") return;  // heartbeats and pongs
     if (message.id <= state.cursor) {
       state.ignored += 1;
       return;
     }
     state.cursor = message.id;
-    state.applied.push(message.id);
-    handlers.forEach(function (handler) {
-      try {
-        handler(message);
-      } catch (e) {
-        console.error("applying event", message.id, e);
-      }
-    });
+    var fetched = whole(message);  // fetched at once, applied in turn
+    applying = applying.then(function () { return fetched; }).then(dispatch);
   }
 
   function connect() {
@@ -67,20 +129,30 @@
     var scheme = location.protocol === "https:" ? "wss:" : "ws:";
     var socket;
     try {
-      socket = new WebSocket(scheme + "//" + location.host + "/ws/events/?after=" + state.cursor);
+      var watch = data.thread ? "&thread=" + encodeURIComponent(data.thread) : "";
+      socket = new WebSocket(scheme + "//" + location.host + "/ws/events/?after=" + state.cursor + watch);
     } catch (e) {
       retry();
       return;
     }
     state.socket = socket;
+    var answered = false;
     socket.onopen = function () {
-      attempt = 0;
       state.connects += 1;
-      show("live", "Live");
-      heard();
+      call(openHandlers, undefined, "opening");
+      // Open is not yet live: the server answers the ping once it has replayed.
+      ping(socket);
+      pinger = setInterval(function () { ping(socket); }, PING_INTERVAL);
     };
     socket.onmessage = function (event) {
-      heard();
+      if (state.socket !== socket) return;
+      clearTimeout(watchdog);
+      watchdog = null;
+      if (!answered) {
+        answered = true;
+        attempt = 0;
+        show("live", "Live");
+      }
       var message;
       try {
         message = JSON.parse(event.data);
@@ -92,7 +164,9 @@
     socket.onclose = function (event) {
       if (state.socket !== socket) return;
       state.socket = null;
+      clearInterval(pinger);
       clearTimeout(watchdog);
+      watchdog = null;
       if (event.code === 4401) {
         location.assign("/login/?next=" + encodeURIComponent(location.pathname + location.search));
         return;
@@ -151,6 +225,16 @@
   window.GatewayLive = {
     data: data,
     on: function (handler) { handlers.push(handler); },
+    onText: function (handler) { textHandlers.push(handler); },
+    onOpen: function (handler) { openHandlers.push(handler); },
+    onPresence: function (handler) { presenceHandlers.push(handler); },
+    /* Send a message on the open socket; false when there is none. */
+    send: function (message) {
+      var socket = state.socket;
+      if (!socket || socket.readyState !== WebSocket.OPEN) return false;
+      socket.send(JSON.stringify(message));
+      return true;
+    },
     start: connect,
     post: post,
   };

@@ -558,7 +558,7 @@ class EngineTestCase:
         assert thread.lease_owner == ""
 
     def test_a_blocking_call_from_claude_suspends_and_resumes_through_the_sdk(
-        self, claude_agent: AgentDefinition, operator: Any
+        self, claude_agent: AgentDefinition, operator: Any, users: dict[str, Any]
     ) -> None:
         api = FakeAPI(
             message(
@@ -592,7 +592,7 @@ class EngineTestCase:
 
         actions.decide(
             suspension,
-            operator,
+            users["reviewer"],  # a reviewer, not who started the run (four eyes)
             {
                 "approved": True,
                 "modifiedArgs": {"from_account": "A-1", "to_account": "B-2", "amount": 100},

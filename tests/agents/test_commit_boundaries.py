@@ -20,11 +20,11 @@ class Rollback(Exception):
 
 
 def enqueued(callbacks: list[Callable[[], Any]]) -> list[tuple[str, tuple]]:
-    """The Celery sends waiting for commit: `delay_on_commit` registers partial(task.delay, ...)."""
+    """The Celery sends waiting for commit: actions._enqueue registers partial(send, task, ...)."""
     return [
-        (cb.func.__self__.name, cb.args)
+        (cb.args[0].name, cb.args[1:])
         for cb in callbacks
-        if isinstance(cb, functools.partial) and hasattr(cb.func, "__self__")
+        if isinstance(cb, functools.partial) and cb.func is actions.send
     ]
 
 
@@ -32,8 +32,9 @@ class CommitBoundaryTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], django_capture_on_commit_callbacks: Any) -> None:
         self.alice = users["reviewer"]
+        self.operator = users["operator"]  # starts the runs alice decides (four eyes)
         self.capture = django_capture_on_commit_callbacks
-        self.thread, [self.s] = state.suspended(self.alice)
+        self.thread, [self.s] = state.suspended(self.operator)
 
     def test_a_decision_and_its_event_commit_together_then_the_resume_is_sent(self) -> None:
         with self.capture() as callbacks:
@@ -86,14 +87,14 @@ class CommitBoundaryTestCase:
     def test_a_start_is_sent_only_when_the_thread_is_committed(self) -> None:
         agent = state.agent("payer")
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            actions.start_thread(agent, "go", self.alice)
+            actions.start_thread(agent, "go", self.operator)
             raise Rollback
         assert callbacks == []
         assert Thread.objects.count() == 1  # only the one made by setup
         assert not Event.objects.filter(type="THREAD_STARTED").exists()
 
         with self.capture() as callbacks:
-            thread = actions.start_thread(agent, "go", self.alice)
+            thread = actions.start_thread(agent, "go", self.operator)
         assert enqueued(callbacks) == [("agents.tasks.start_thread", (str(thread.pk),))]
         assert Event.objects.filter(thread=thread, type="THREAD_STARTED").count() == 1
 

@@ -16,18 +16,21 @@ class DeadlineTaskTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], db: Any) -> None:
         self.alice = users["reviewer"]
+        self.operator = users["operator"]  # starts the runs alice decides (four eyes)
 
     def test_due_soon_lists_only_pending_deadlines_before_the_next_sweep(self) -> None:
-        _, [soon] = state.suspended(self.alice, expires_in=0.5)
-        _, [later] = state.suspended(self.alice, expires_in=30)
-        _, [decided] = state.suspended(self.alice, expires_in=0.5)
+        # Deadlines some seconds away, so a slow machine does not pass them while it builds
+        # the rows; the window ("before the next sweep") is scaled to match.
+        _, [soon] = state.suspended(self.operator, expires_in=10)
+        _, [later] = state.suspended(self.operator, expires_in=60)
+        _, [decided] = state.suspended(self.operator, expires_in=10)
         actions.decide(decided, self.alice, {"approved": True})
-        _, [overdue] = state.suspended(self.alice, expires_in=0.5)
+        _, [overdue] = state.suspended(self.operator, expires_in=10)
         Suspension.objects.filter(pk=overdue.pk).update(
             expires_at=timezone.now() - timedelta(seconds=1)
         )
 
-        due = actions.due_soon(within=timedelta(seconds=1))
+        due = actions.due_soon(within=timedelta(seconds=30))
 
         assert due == [(soon.pk, Suspension.objects.get(pk=soon.pk).expires_at)]
         assert later.pk not in {pk for pk, _ in due}
@@ -35,8 +38,8 @@ class DeadlineTaskTestCase:
     def test_the_sweep_gives_each_deadline_before_the_next_sweep_a_task_due_then(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        _, [soon] = state.suspended(self.alice, expires_in=0.5)
-        state.suspended(self.alice, expires_in=30)
+        _, [soon] = state.suspended(self.operator, expires_in=0.5)
+        state.suspended(self.operator, expires_in=30)
         sent: list[tuple[tuple, dict]] = []
         monkeypatch.setattr(
             tasks.expire_suspension, "apply_async", lambda *a, **kw: sent.append((a, kw))
@@ -50,7 +53,7 @@ class DeadlineTaskTestCase:
     def test_a_deadline_task_applies_the_deadline_once_and_never_early(
         self, time_machine: Any
     ) -> None:
-        thread, [s] = state.suspended(self.alice, expires_in=0.5)
+        thread, [s] = state.suspended(self.operator, expires_in=0.5)
 
         assert tasks.expire_suspension(str(s.pk)) == 0  # early: nothing changes
         assert Suspension.objects.get(pk=s.pk).status == Suspension.Status.PENDING
@@ -64,7 +67,7 @@ class DeadlineTaskTestCase:
         assert Thread.objects.get(pk=thread.pk).status == Thread.Status.RUNNING
 
     def test_a_deadline_task_leaves_a_decided_suspension_alone(self, time_machine: Any) -> None:
-        _, [s] = state.suspended(self.alice, expires_in=0.5)
+        _, [s] = state.suspended(self.operator, expires_in=0.5)
         actions.decide(s, self.alice, {"approved": False, "reason": "no"})
 
         time_machine.move_to(timezone.now() + timedelta(seconds=1))

@@ -54,7 +54,7 @@ class DecisionRaceTestCase:
     @pytest.mark.parametrize("round_", range(3))
     def test_approve_reject_timeout_and_cancel_have_one_winner(self, round_: int) -> None:
         alice, bob = self.users["reviewer"], self.users["teammate"]
-        thread, [s] = state.suspended(alice)
+        thread, [s] = state.suspended(self.users["operator"])
         later = timezone.now() + timedelta(hours=1)
         contenders: list[Callable[[], Any]] = [
             lambda: actions.decide(s, alice, {"approved": True}),
@@ -86,7 +86,7 @@ class DecisionRaceTestCase:
 
     def test_twenty_conflicting_decisions_record_one(self) -> None:
         alice, bob = self.users["reviewer"], self.users["teammate"]
-        thread, [s] = state.suspended(alice)
+        thread, [s] = state.suspended(self.users["operator"])
         results = race(
             [
                 (lambda: actions.decide(s, alice, {"approved": True}))

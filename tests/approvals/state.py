@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, policy
 from agents.actions import suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry
@@ -86,6 +86,7 @@ def suspended(
         for tool_use_id, (name, args) in zip(ids, calls, strict=True):
             tool = registry.get(name)
             assert tool is not None, name
+            in_force = policy.effective(AgentDefinition.objects.get(name=agent_name).policy, tool)
             s = Suspension.objects.create(
                 thread=row,
                 frame=frame,
@@ -101,6 +102,7 @@ def suspended(
                 timeout=int(expires_in),
                 expires_at=timezone.now() + timedelta(seconds=expires_in),
                 on_timeout=on_timeout,
+                policy=policy.snapshot(in_force, row),
             )
             events.record(
                 Event.Type.AGENT_SUSPENDED,

@@ -13,6 +13,7 @@ from django.utils import timezone
 from agents import actions
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension, Thread
+from tests.conftest import operator
 
 AGENTS = """
 agents:
@@ -36,7 +37,8 @@ agents:
 
 def decided(agent: str, user: Any, decision: dict[str, Any]) -> Suspension:
     """A run paused on its blocking call, decided by `user`, and resumed to the end."""
-    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", user)
+    # Started by the operator: whoever starts a run may not decide it (four eyes).
+    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
     Engine().advance(thread.pk)
     s = Suspension.objects.get(thread=thread)
     actions.decide(s, user, decision)

@@ -43,7 +43,7 @@ class AuthTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any]) -> None:
         self.users = users
-        self.thread, [self.s] = state.suspended(users["reviewer"])
+        self.thread, [self.s] = state.suspended(users["operator"])
 
     def path(self, template: str) -> str:
         return template.format(thread=self.thread.pk, suspension=self.s.pk)
@@ -126,7 +126,7 @@ class SessionTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any]) -> None:
         self.users = users
-        self.thread, [self.s] = state.suspended(users["reviewer"])
+        self.thread, [self.s] = state.suspended(users["operator"])
         self.url = state.resume_url(self.s)
         self.browser = Client(enforce_csrf_checks=True)
         login_page = self.browser.get("/login/")

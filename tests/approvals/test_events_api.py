@@ -13,8 +13,8 @@ class EventListTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], api: Any) -> None:
         self.alice = api("reviewer")
-        self.one, [s1] = state.suspended(users["reviewer"])
-        self.two, [s2] = state.suspended(users["reviewer"])
+        self.one, [s1] = state.suspended(users["operator"])
+        self.two, [s2] = state.suspended(users["operator"])
         assert self.alice.post(state.resume_url(s1), {"approved": True}).status_code == 202
         assert self.bob_cancels(api, self.two)
 

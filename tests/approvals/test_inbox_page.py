@@ -10,6 +10,7 @@ from django.test import Client
 from agents import actions
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
+from tests.conftest import operator
 
 AGENTS = """
 agents:
@@ -42,7 +43,7 @@ agents:
 
 def run_until_paused(agent: str, user: Any) -> Thread:
     """Start a run and drive it in-process until it waits for someone."""
-    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", user)
+    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
     Engine().advance(thread.pk)
     return Thread.objects.get(pk=thread.pk)
 

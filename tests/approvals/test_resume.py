@@ -22,7 +22,7 @@ class ResumeTestCase:
         self.users = users
         self.alice = api("reviewer")
         self.bob = api("teammate")
-        self.thread, [self.s] = state.suspended(users["reviewer"])
+        self.thread, [self.s] = state.suspended(users["operator"])
         self.url = resume_url(self.s)
 
     def assert_nothing_changed(self) -> None:
@@ -111,7 +111,7 @@ class ResumeTestCase:
         self.assert_nothing_changed()
 
     def test_a_suspension_under_another_threads_url_is_not_found(self) -> None:
-        other, _ = state.suspended(self.users["reviewer"])
+        other, _ = state.suspended(self.users["operator"])
         r = self.alice.post(resume_url(self.s, thread_id=other.pk), {"approved": True})
         assert r.status_code == 404
         assert r.json()["error"] == "not_found"
@@ -259,7 +259,7 @@ class ResumeTestCase:
         self, time_machine: Any
     ) -> None:
         thread, [s] = state.suspended(
-            self.users["reviewer"], expires_in=60, on_timeout=Suspension.OnTimeout.APPROVE
+            self.users["operator"], expires_in=60, on_timeout=Suspension.OnTimeout.APPROVE
         )
         time_machine.move_to(s.expires_at + timedelta(seconds=1), tick=False)
         r = self.alice.post(resume_url(s), {"approved": False, "reason": "too late"})
@@ -289,7 +289,7 @@ class GroupResumeTestCase:
     ) -> None:
         alice = api("reviewer")
         thread, [first, second] = state.suspended(
-            users["reviewer"],
+            users["operator"],
             calls=[
                 ("send_email", {"to": "one@example.com", "subject": "First"}),
                 ("send_email", {"to": "two@example.com", "subject": "Second"}),
@@ -310,7 +310,7 @@ class InputResumeTestCase:
         self.alice = api("reviewer")
         self.bob = api("teammate")
         self.thread, [self.s] = state.suspended(
-            users["reviewer"], calls=[("ask_user", {"question": "Which colour?"})]
+            users["operator"], calls=[("ask_user", {"question": "Which colour?"})]
         )
         self.url = resume_url(self.s)
 

@@ -32,8 +32,8 @@ class SuspensionListTestCase:
         self.alice = api("reviewer")
 
     def test_it_lists_oldest_first_with_their_details(self) -> None:
-        _, [old] = state.suspended(self.users["reviewer"])
-        _, [new] = state.suspended(self.users["reviewer"], calls=[("ask_user", {"question": "Q?"})])
+        _, [old] = state.suspended(self.users["operator"])
+        _, [new] = state.suspended(self.users["operator"], calls=[("ask_user", {"question": "Q?"})])
         Suspension.objects.filter(pk=new.pk).update(created_at=timezone.now() - timedelta(hours=2))
         r = self.alice.get("/api/suspensions")
         assert r.status_code == 200
@@ -47,11 +47,11 @@ class SuspensionListTestCase:
         assert item["expires_at"] and item["prompt"] == "I need a decision."
 
     def test_it_filters_by_status_agent_thread_tool_and_kind(self) -> None:
-        t1, [transfer] = state.suspended(self.users["reviewer"])
+        t1, [transfer] = state.suspended(self.users["operator"])
         t2, [question] = state.suspended(
-            self.users["reviewer"], agent_name="helpdesk", calls=[("ask_user", {"question": "Q?"})]
+            self.users["operator"], agent_name="helpdesk", calls=[("ask_user", {"question": "Q?"})]
         )
-        _, [done] = state.suspended(self.users["reviewer"])
+        _, [done] = state.suspended(self.users["operator"])
         self.alice.post(state.resume_url(done), {"approved": False})
 
         def ids(**params: str) -> set[str]:
@@ -71,7 +71,7 @@ class SuspensionListTestCase:
         assert ids(thread=str(uuid.uuid4())) == set()
 
     def test_next_links_walk_every_row_exactly_once(self) -> None:
-        thread, _ = state.suspended(self.users["reviewer"])
+        thread, _ = state.suspended(self.users["operator"])
         frame = thread.frames.get()
         base = timezone.now() - timedelta(days=1)
         rows = [
@@ -113,7 +113,7 @@ class SuspensionListTestCase:
         assert rest == expected[50:]
 
     def test_the_default_page_is_fifty(self) -> None:
-        thread, _ = state.suspended(self.users["reviewer"])
+        thread, _ = state.suspended(self.users["operator"])
         frame = thread.frames.get()
         Suspension.objects.bulk_create(
             Suspension(
@@ -160,7 +160,7 @@ class SuspensionDetailTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], api: Any) -> None:
         self.alice = api("reviewer")
-        self.thread, [self.s] = state.suspended(users["reviewer"])
+        self.thread, [self.s] = state.suspended(users["operator"])
 
     def test_it_shows_the_suspension_and_its_decision(self) -> None:
         r = self.alice.get(f"/api/suspensions/{self.s.pk}")

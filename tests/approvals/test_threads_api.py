@@ -76,7 +76,7 @@ class ThreadDetailTestCase:
 
     def test_it_shows_status_stack_and_pending_suspensions(self) -> None:
         thread, [first, second] = state.suspended(
-            self.users["reviewer"],
+            self.users["operator"],
             calls=[("transfer_funds", state.TRANSFER), ("ask_user", {"question": "Why?"})],
         )
         StackFrame.objects.create(
@@ -194,7 +194,7 @@ class CancelThreadTestCase:
 
     def test_it_cancels_pending_suspensions_and_the_stack(self) -> None:
         thread, suspensions = state.suspended(
-            self.users["reviewer"],
+            self.users["operator"],
             calls=[("transfer_funds", state.TRANSFER), ("send_email", {"to": "a@example.com"})],
         )
         r = self.bob.post(f"/api/threads/{thread.pk}/cancel")
@@ -213,7 +213,7 @@ class CancelThreadTestCase:
 
     def test_a_decided_suspension_keeps_its_decision(self) -> None:
         thread, [first, second] = state.suspended(
-            self.users["reviewer"],
+            self.users["operator"],
             calls=[
                 ("send_email", {"to": "a@example.com"}),
                 ("send_email", {"to": "b@example.com"}),
@@ -226,7 +226,7 @@ class CancelThreadTestCase:
         assert (first.status, second.status) == ("approved", "cancelled")
 
     def test_a_second_cancel_is_a_409(self) -> None:
-        thread, _ = state.suspended(self.users["reviewer"])
+        thread, _ = state.suspended(self.users["operator"])
         assert self.bob.post(f"/api/threads/{thread.pk}/cancel").status_code == 200
         count = Event.objects.count()
         r = self.bob.post(f"/api/threads/{thread.pk}/cancel")

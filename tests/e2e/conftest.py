@@ -73,6 +73,7 @@ class LiveServer(ChildProcess):
     def env(self) -> dict[str, str]:
         env = worker_env()
         env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # daphne keeps Django's safety check
+        env["WEBSOCKET_ALLOWED_ORIGINS"] = self.url  # the pages the browser opens come from here
         return env
 
     def answers(self) -> bool:

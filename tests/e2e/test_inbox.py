@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.models import Event, Suspension, Thread
-from tests.conftest import wait_for
+from tests.conftest import operator_of, wait_for
 from tests.e2e.conftest import Site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
@@ -58,7 +58,7 @@ agents:
 
 
 def start(api: Any, agent: str) -> str:
-    r = api.post("/api/threads", {"agent": agent, "message": "go"})
+    r = operator_of(api).post("/api/threads", {"agent": agent, "message": "go"})
     assert r.status_code == 201, r.content
     return r.json()["id"]
 

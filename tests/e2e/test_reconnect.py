@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from agents import actions
 from agents.models import AgentDefinition, Event
-from tests.conftest import wait_for
+from tests.conftest import operator, wait_for
 from tests.e2e.conftest import Site, off_the_loop
 from tests.e2e.test_inbox import AGENTS, card, pending_of, start
 
@@ -55,7 +55,7 @@ class ReconnectTestCase:
         # Raised, and another decided, while no server could tell the page.
         payer = AgentDefinition.objects.get(name="payer")
         alice = self.site.users["reviewer"]
-        tid = off_the_loop(lambda: actions.start_thread(payer, "go", alice)).pk
+        tid = off_the_loop(lambda: actions.start_thread(payer, "go", operator())).pk
         s = pending_of(tid)
         earlier = pending_of(before)
         decided = off_the_loop(

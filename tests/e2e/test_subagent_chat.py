@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agents.models import Suspension, Thread
-from tests.conftest import wait_for
+from tests.conftest import operator_of, wait_for
 from tests.e2e.conftest import Site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
@@ -52,7 +52,9 @@ class SubAgentChatTestCase:
         self.api = api("reviewer")
 
     def test_the_user_talks_to_each_sub_agent_and_the_breadcrumb_follows_the_stack(self) -> None:
-        r = self.api.post("/api/threads", {"agent": "chief", "message": "Notes for 2.0, please."})
+        r = operator_of(self.api).post(
+            "/api/threads", {"agent": "chief", "message": "Notes for 2.0, please."}
+        )
         tid = r.json()["id"]
         wait_for(
             lambda: Thread.objects.filter(pk=tid, status="waiting_input").exists(),

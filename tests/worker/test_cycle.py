@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from agents.models import DemoAction, Event, Suspension, Thread
-from tests.conftest import wait_for
+from tests.conftest import operator_of, wait_for
 
 pytestmark = pytest.mark.worker
 
@@ -53,7 +53,7 @@ agents:
 
 
 def start(api: Any, agent: str) -> str:
-    r = api.post("/api/threads", {"agent": agent, "message": "go"})
+    r = operator_of(api).post("/api/threads", {"agent": agent, "message": "go"})
     assert r.status_code == 201, r.content
     return r.json()["id"]
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from agents.models import Event, StackFrame, Suspension, Thread
-from tests.conftest import ROOT, wait_for
+from tests.conftest import ROOT, operator_of, wait_for
 
 pytestmark = pytest.mark.worker
 
@@ -206,7 +206,7 @@ class Conversation:
 
     def __init__(self, api: Any, agent: str) -> None:
         self.api = api
-        r = api.post("/api/threads", {"agent": agent, "message": "go"})
+        r = operator_of(api).post("/api/threads", {"agent": agent, "message": "go"})
         assert r.status_code == 201, r.content
         self.id = r.json()["id"]
 

@@ -7,7 +7,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from approvals.models import ApiToken
+from approvals import tokens
+from approvals.models import Scope
 from approvals.permissions import REVIEWERS
 
 
@@ -22,9 +23,12 @@ class Command(BaseCommand):
         user, _ = User.objects.get_or_create(username=options["username"])
         password = secrets.token_urlsafe(9)
         user.set_password(password)
-        user.is_staff = True  # the demo reviewer may read the audit trail
+        # A reviewer decides; the audit trail and the admin are for `manage.py demo_admin`.
+        user.is_staff = False
         user.save()
         user.groups.add(Group.objects.get(name=REVIEWERS))
-        _, token = ApiToken.issue(user, "make run")
+        # The scopes of the README's walk-throughs: start runs, read them, decide. Not admin:
+        # the demo reviewer is not staff, so the staff APIs would refuse it anyway.
+        _, token = tokens.create(user, "make run", [Scope.RUNS, Scope.READ, Scope.DECIDE])
         self.stdout.write(f"Login:    {user.username} / {password}")
         self.stdout.write(f"Token:    {token}")

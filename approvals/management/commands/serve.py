@@ -1,4 +1,5 @@
-"""`python manage.py serve`: daphne, a Celery worker and beat together; Ctrl-C stops them all."""
+"""`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat together;
+Ctrl-C stops them all."""
 
 import os
 import signal
@@ -10,6 +11,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+# A worker or beat that exits by itself more than this often within the window stops serve.
+MAX_RESTARTS = 5
+RESTART_WINDOW = 60.0
 
 
 class Command(BaseCommand):
@@ -64,36 +69,27 @@ class Command(BaseCommand):
             ]
         )
         commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
+        celery = [py, "-m", "celery", "-A", "gateway"]
         commands.update(
             {
                 "worker": [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "gateway",
-                    "worker",
-                    "-l",
-                    "warning",
-                    "-c",
-                    str(options["concurrency"]),
-                    "-Q",
-                    settings.CELERY_TASK_DEFAULT_QUEUE,
+                    *celery,
+                    *("worker", "-l", "warning", "-c", str(options["concurrency"])),
+                    *("-Q", settings.CELERY_TASK_DEFAULT_QUEUE),
                 ],
-                "beat": [
-                    py,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "gateway",
-                    "beat",
-                    "-l",
-                    "warning",
-                    "-s",
-                    schedule,
+                # Deadlines and the sweeper on a worker of their own: never behind the runs.
+                "deadlines": [
+                    *celery,
+                    *("worker", "-l", "warning", "-c", "1"),
+                    *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
                 ],
+                "beat": [*celery, "beat", "-l", "warning", "-s", schedule],
             }
         )
+        # Where people open the site, unless the deployment says: the events socket accepts
+        # session pages from there only (WEBSOCKET_ALLOWED_ORIGINS defaults to it).
+        host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
+        os.environ.setdefault("SITE_URL", f"http://{host}:{options['port']}")
         inherit = (listener.fileno(),) if listener is not None else ()
         procs = {
             name: subprocess.Popen(cmd, pass_fds=inherit if name.startswith("web") else ())
@@ -115,12 +111,24 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         code = 0
+        restarts: dict[str, list[float]] = {name: [] for name in procs}
         while not stopping:
             for name, proc in procs.items():
-                if proc.poll() is not None:
+                if proc.poll() is None:
+                    continue
+                # A worker or beat that exits by itself is started again, as a process
+                # supervisor would (Celery's worker exits on some broker connection losses,
+                # such as a Redis restart, and relies on that); one that keeps exiting, or the
+                # web server (its socket is shared), stops everything.
+                now = time.monotonic()
+                recent = [t for t in restarts[name] if now - t < RESTART_WINDOW]
+                if name.startswith("web") or len(recent) >= MAX_RESTARTS:
                     self.stderr.write(f"{name} exited with {proc.returncode}; stopping the others")
                     stopping, code = True, 1
                     break
+                restarts[name] = [*recent, now]
+                self.stderr.write(f"{name} exited with {proc.returncode}; starting it again")
+                procs[name] = subprocess.Popen(commands[name])
             time.sleep(0.2)
         for proc in procs.values():
             if proc.poll() is None:

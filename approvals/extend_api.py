@@ -1,0 +1,67 @@
+"""POST /api/threads/{tid}/suspensions/{sid}/extend: a reviewer moves a deadline, once."""
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+
+from agents import reminders
+from agents.actions import extension_payload, suspension_payload
+from agents.models import Suspension
+from approvals.auth import api
+from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long
+from approvals.models import Scope
+
+
+def parse_extension(data: dict[str, Any]) -> tuple[int, str]:
+    """{"seconds": 1..MAX_EXTENSION_SECONDS, "reason": text}: both required."""
+    fields = {k: "Unknown field." for k in set(data) - {"seconds", "reason"}}
+    seconds, reason = data.get("seconds"), data.get("reason")
+    limit = settings.MAX_EXTENSION_SECONDS
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
+        fields["seconds"] = f"A whole number of seconds from 1 to {limit}."
+    if not isinstance(reason, str) or not reason.strip():
+        fields["reason"] = "Say why the deadline moves."
+    elif too_long := text_too_long(reason, settings.MAX_REASON_CHARS):
+        fields["reason"] = too_long
+    if fields:
+        raise BadRequest("The extension is not valid.", fields)
+    return seconds, reason.strip()
+
+
+def _answer(s: Suspension, status: int, **extra: Any) -> JsonResponse:
+    body = {**extra, "suspension": suspension_payload(s), "extension": extension_payload(s)}
+    return JsonResponse(body, status=status)
+
+
+@api(["POST"], perm="agents.decide_suspension", scope=Scope.DECIDE)
+def extend(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResponse:
+    """Who may decide may extend; the extender is the caller, never a field of the body."""
+    thread_pk, pk = parse_uuid(thread_id), parse_uuid(suspension_id)
+    s = Suspension.objects.filter(pk=pk, thread_id=thread_pk).first() if thread_pk and pk else None
+    if s is None:
+        return error(404, "not_found", "No such suspension in this thread.")
+    try:
+        seconds, reason = parse_extension(json_body(request))
+    except BadRequest as e:
+        return error(e.status, e.code, e.detail, e.fields)
+    try:
+        done = reminders.extend(s, request.user, seconds, reason)
+    except reminders.NotPending as e:
+        return _answer(
+            e.suspension,
+            409,
+            error="not_pending",
+            detail=f"It is {e.suspension.status.replace('_', ' ')}: there is no deadline to move.",
+        )
+    except reminders.AlreadyExtended as e:
+        who = e.suspension.extended_by_name or "someone"
+        return _answer(
+            e.suspension,
+            409,
+            error="already_extended",
+            detail=f"{who} already extended this deadline; it can be extended once.",
+        )
+    return _answer(
+        done.suspension, 200, old_expires_at=done.old_expires_at and done.old_expires_at.isoformat()
+    )

@@ -1,0 +1,7 @@
+"""The notify pages."""
+
+from django.urls import path
+
+from notify import views
+
+urlpatterns = [path("", views.preferences, name="email_preferences")]

@@ -1,0 +1,60 @@
+"""In Chromium: an event far over daphne's 1 MiB frame limit reaches the page as a summary, the
+page fetches it whole, and the socket goes on streaming."""
+
+import json
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from agents.models import Suspension
+from tests.conftest import operator_of, wait_for
+from tests.e2e.conftest import Site
+
+pytestmark = [pytest.mark.e2e, pytest.mark.worker]
+
+NOTE = "n" * (2 * 1024 * 1024)
+AGENTS = f"""
+agents:
+  - name: bulky
+    model: scripted
+    tools: [displayConfirmation]
+    script:
+      - tool_calls:
+          - name: displayConfirmation
+            input: {{action: Import the whole ledger, details: {NOTE}}}
+      - text: Imported.
+"""
+
+
+class SocketBoundsTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, site: Site, load_agents: Any) -> None:
+        load_agents(AGENTS)
+        self.site = site
+        self.api = site.api("reviewer")
+
+    def test_a_huge_event_is_fetched_whole_and_the_page_stays_live(self) -> None:
+        page = self.site.login("reviewer")
+        status = page.locator("#connection")
+        expect(status).to_have_attribute("data-state", "live")
+        r = operator_of(self.api).post("/api/threads", {"agent": "bulky", "message": "go"})
+        assert r.status_code == 201, r.content
+        tid = r.json()["id"]
+        s = wait_for(
+            lambda: Suspension.objects.filter(thread_id=tid, status="pending").first(),
+            what="the suspension",
+        )
+        card = page.locator(f"#s-{s.id}")
+        expect(card).to_be_visible(timeout=10000)
+        args = json.loads(card.locator(".args").text_content())
+        assert args == {"action": "Import the whole ledger", "details": NOTE}
+        expect(card.locator(".notice")).to_be_hidden()
+        # The socket still streams: the next event (the decision) changes the card live.
+        r = self.api.post(f"/api/threads/{tid}/suspensions/{s.id}/resume", {"approved": True})
+        assert r.status_code == 202
+        expect(card.locator(".status")).to_have_text("approved")
+        expect(status).to_have_attribute("data-state", "live")
+        applied = page.evaluate("window.__gateway.applied")
+        assert len(applied) == len(set(applied))
+        assert page.evaluate("window.__gateway.connects") == 1  # never closed on the way

@@ -1,0 +1,167 @@
+"""The fan-out: every committed Event becomes a Delivery row for each receiver that wants it.
+
+Durable by a cursor, not by the wake-up: the Cursor row says how far the Event table has been
+read, and one transaction creates a batch's deliveries and moves the cursor past it. A crash
+between an event's commit and the fan-out loses nothing (the next run reads from the cursor),
+and a run that dies midway rolls back and leaves the cursor where it was. Runs come from
+`nudge` (after each transaction that records events commits, agents.events.committed) and from
+beat's sweep every WEBHOOKS_SWEEP_INTERVAL_SECONDS, which catches whatever a nudge missed.
+
+Event ids can commit out of order on PostgreSQL, so the cursor never steps over a missing id
+until the gap has settled (approvals.cursor); a run stopped by a gap is finished by a later
+one.
+"""
+
+import logging
+import threading
+import time
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from agents.models import Event, PushNotificationConfig
+from approvals.cursor import gap_horizon, gap_settled, page_cursor
+from webhooks import a2a
+from webhooks.models import Cursor, Delivery, Subscription
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+CURSOR = "events"
+# Nudges from one process are coalesced: at most one fan-out task per NUDGE_DELAY, run that
+# long after the first, so a busy engine sends a few tasks a second, not one per commit.
+NUDGE_DELAY = 0.1
+# A delivery task that has not started this long after it was enqueued (a lost message, a
+# crash before the enqueue) is enqueued again by the sweep (webhooks.outbox.enqueue_due).
+QUEUED_GRACE = timedelta(seconds=60)
+
+_nudge_due = 0.0
+_nudge_lock = threading.Lock()
+
+
+def nudge(**kwargs: Any) -> None:
+    """After a commit that recorded events: have a worker fan them out shortly. Never raises:
+    a broker that is away delays the deliveries until the sweep, it fails nothing."""
+    global _nudge_due
+    now = time.monotonic()
+    with _nudge_lock:
+        if now < _nudge_due:
+            return
+        _nudge_due = now + NUDGE_DELAY
+    from gateway.celery import app
+
+    try:
+        # By name, as webhooks.outbox.enqueue sends.
+        app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
+    except Exception:
+        log.warning("could not enqueue the webhooks fan-out; the sweep will run it", exc_info=True)
+
+
+def _cursor() -> Cursor:
+    """The cursor row, locked for this transaction. A new one starts at the newest event that
+    has surely committed: events from before the fan-out ran have no receivers to go to."""
+    row = Cursor.objects.select_for_update().filter(name=CURSOR).first()
+    if row is None:
+        Cursor.objects.get_or_create(name=CURSOR, defaults={"position": page_cursor()})
+        row = Cursor.objects.select_for_update().get(name=CURSOR)
+    return row
+
+
+def _read(after: int) -> list[dict[str, Any]]:
+    return list(
+        Event.objects.filter(id__gt=after)
+        .order_by("id")
+        .values("id", "type", "thread_id", "created_at", "thread__agent__name")[:BATCH]
+    )
+
+
+def _contiguous(after: int, rows: list[dict[str, Any]], horizon: int) -> tuple[list, bool]:
+    taken: list[dict[str, Any]] = []
+    position = after
+    for row in rows:
+        if row["id"] != position + 1 and not gap_settled(row["id"], row["created_at"], horizon):
+            return taken, True
+        taken.append(row)
+        position = row["id"]
+    return taken, False
+
+
+def _settled(after: int) -> tuple[list[dict[str, Any]], bool]:
+    rows, stopped = _contiguous(after, _read(after), horizon=0)
+    if stopped:
+        # The horizon first, then the rows again (approvals.cursor says why the order matters).
+        horizon = gap_horizon()
+        rows, stopped = _contiguous(after, _read(after), horizon)
+    return rows, stopped
+
+
+def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> list[Delivery]:
+    """The Delivery rows for these events: one per enabled subscription that wants the event,
+    and one per A2A push config of the event's thread when the event changes the task's
+    state."""
+    subscriptions = list(Subscription.objects.filter(enabled=True))
+    threads = {r["thread_id"] for r in rows if r["thread_id"] and a2a.pushed(r["type"])}
+    configs: dict[Any, list[PushNotificationConfig]] = {}
+    if threads:
+        for config in PushNotificationConfig.objects.filter(thread_id__in=threads):
+            configs.setdefault(config.thread_id, []).append(config)
+    made = []
+    common = {"next_attempt_at": now, "lock_token": token, "locked_until": now + QUEUED_GRACE}
+    for r in rows:
+        for s in subscriptions:
+            if s.wants(r["type"], r["thread__agent__name"], r["created_at"]):
+                made.append(
+                    Delivery(
+                        event_id=r["id"],
+                        subscription=s,
+                        webhook_id=f"msg_{r['id']}_{s.id.hex}",
+                        **common,
+                    )
+                )
+        if a2a.pushed(r["type"]):
+            for c in configs.get(r["thread_id"], []):
+                made.append(
+                    Delivery(
+                        event_id=r["id"],
+                        push_config=c,
+                        webhook_id=f"a2a_{r['id']}_{c.id.hex}",
+                        **common,
+                    )
+                )
+    return made
+
+
+def fan_out(now: datetime | None = None) -> tuple[int, bool]:
+    """One step: the next batch of settled events gets its deliveries, and the cursor moves
+    past it, in one transaction. Returns how many events it passed, and whether more may be
+    read at once (a full batch)."""
+    from webhooks import outbox
+
+    now = now or timezone.now()
+    token = uuid.uuid4().hex
+    with transaction.atomic():
+        cursor = _cursor()
+        rows, stopped = _settled(cursor.position)
+        if not rows:
+            return 0, False
+        made = Delivery.objects.bulk_create(deliveries_for(rows, now, token))
+        cursor.position = rows[-1]["id"]
+        cursor.save(update_fields=["position", "updated_at"])
+        if made:
+            ids = [d.pk for d in made]
+            transaction.on_commit(lambda: outbox.enqueue(ids, token))
+    return len(rows), len(rows) == BATCH and not stopped
+
+
+def fan_out_all(now: datetime | None = None, steps: int = 20) -> int:
+    """Steps until the settled events are all fanned out (or `steps` batches were)."""
+    passed = 0
+    for _ in range(steps):
+        n, more = fan_out(now)
+        passed += n
+        if not more:
+            break
+    return passed

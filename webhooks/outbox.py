@@ -1,0 +1,309 @@
+"""Sending deliveries: claim one, POST it (signed per Standard Webhooks, or with an A2A push
+config's authentication), record the attempt, then succeed, schedule the retry or dead-letter
+it; a subscription whose deliveries keep dying is disabled and its owner told."""
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from agents import events
+from gateway.celery import app
+from webhooks import a2a, addresses
+from webhooks.fanout import QUEUED_GRACE
+from webhooks.models import Attempt, Delivery, Notice, Subscription
+from webhooks.signing import signed_headers
+
+log = logging.getLogger(__name__)
+
+D = Delivery.Status
+RESPONSE_KEPT = 500  # characters of a receiver's answer kept in the log
+ERROR_KEPT = 1000
+USER_AGENT = "approval-gateway-webhooks/1"
+
+
+def enqueue(ids: list[int], token: str) -> None:
+    """Send deliveries to the workers. The broker being away fails nothing: the rows are
+    pending, and the sweep enqueues them again once their lock (QUEUED_GRACE) has passed."""
+    for pk in ids:
+        try:
+            # By name: sending does not finalize the Celery app in a web process (whose
+            # on_after_finalize hook wants every task module imported first).
+            app.send_task("webhooks.tasks.deliver", args=(pk, token))
+        except Exception:
+            log.warning(
+                "could not enqueue %d deliveries; the sweep will enqueue them again",
+                len(ids),
+                exc_info=True,
+            )
+            return
+
+
+def _free(now: datetime) -> Q:
+    return Q(locked_until__isnull=True) | Q(locked_until__lte=now)
+
+
+def enqueue_due(now: datetime | None = None, limit: int = 500) -> int:
+    """Enqueue the pending deliveries whose attempt is due and that nobody holds: retries, and
+    deliveries whose task was lost or whose worker died mid-attempt. Returns how many."""
+    now = now or timezone.now()
+    due = (
+        Delivery.objects.filter(status=D.PENDING, next_attempt_at__lte=now)
+        .filter(_free(now))
+        .filter(Q(subscription__isnull=True) | Q(subscription__enabled=True))
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    ids = list(due)
+    if not ids:
+        return 0
+    token = uuid.uuid4().hex
+    Delivery.objects.filter(pk__in=ids, status=D.PENDING).filter(_free(now)).update(
+        lock_token=token, locked_until=now + QUEUED_GRACE
+    )
+    taken = list(Delivery.objects.filter(pk__in=ids, lock_token=token).values_list("pk", flat=True))
+    enqueue(taken, token)
+    return len(taken)
+
+
+@dataclass(frozen=True)
+class Response:
+    succeeded: bool
+    status_code: int | None = None
+    response_ms: int | None = None
+    error: str = ""
+    body: str = ""
+
+
+class Outbox:
+    """Sends one delivery at a time. The clock, the jitter and the HTTP transport are
+    injectable; by default the real ones."""
+
+    def __init__(
+        self,
+        clock: Callable[[], datetime] = timezone.now,
+        transport: httpx.BaseTransport | None = None,
+        jitter: Callable[[], float] = lambda: random.uniform(0.75, 1.25),
+    ) -> None:
+        self.clock = clock
+        self.transport = transport
+        self.jitter = jitter
+
+    def lease(self) -> timedelta:
+        """How long an attempt holds its delivery: past it, the sweep lets another worker try
+        (the first may then have sent it too: receivers dedupe on webhook-id)."""
+        return timedelta(seconds=2 * settings.WEBHOOKS_TIMEOUT_SECONDS + 5)
+
+    def send(self, delivery_id: int, token: str) -> str:
+        """Attempt the delivery if it is still due and this task may take it; what happened."""
+        now = self.clock()
+        mine = uuid.uuid4().hex
+        claimed = (
+            Delivery.objects.filter(pk=delivery_id, status=D.PENDING, next_attempt_at__lte=now)
+            .filter(Q(lock_token=token) | _free(now))
+            .update(lock_token=mine, locked_until=now + self.lease())
+        )
+        if claimed != 1:
+            return "taken"  # done, not due, or another task holds it
+        d = Delivery.objects.select_related("event", "subscription", "push_config").get(
+            pk=delivery_id
+        )
+        if d.subscription is not None and not d.subscription.enabled:
+            # It waits, pending, for the subscription to be enabled again.
+            Delivery.objects.filter(pk=d.pk, lock_token=mine).update(
+                lock_token="", locked_until=None
+            )
+            return "disabled"
+        url, body, headers = self.request_for(d, now)
+        response = self.post(url, body, headers)
+        return self.record(d, mine, now, response)
+
+    def request_for(self, d: Delivery, now: datetime) -> tuple[str, str, dict[str, str]]:
+        """URL, body and headers of the delivery's POST."""
+        if d.subscription is not None:
+            body = json.dumps(d.event.as_message(), separators=(",", ":"), ensure_ascii=False)
+            headers = {
+                "Content-Type": "application/json",
+                **signed_headers(d.subscription.secret, d.webhook_id, body, now),
+            }
+            return d.subscription.url, body, headers
+        body = json.dumps(a2a.push_body(d.event), separators=(",", ":"), ensure_ascii=False)
+        return d.push_config.url, body, a2a.push_headers(d.push_config)
+
+    def post(self, url: str, body: str, headers: dict[str, str]) -> Response:
+        """POST to the address the URL's host resolves to, after the address check; no
+        redirects (a redirect could point inside); each timeout WEBHOOKS_TIMEOUT_SECONDS."""
+        try:
+            target = addresses.target(url)
+        except addresses.Refused as e:
+            return Response(False, error=f"Refused: {e}")
+        headers = {**headers, "User-Agent": USER_AGENT, "Host": target.host_header}
+        extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else {}
+        started = time.monotonic()
+        try:
+            with httpx.Client(
+                transport=self.transport,
+                timeout=httpx.Timeout(settings.WEBHOOKS_TIMEOUT_SECONDS),
+                follow_redirects=False,
+                trust_env=False,  # no proxy from the environment: it would skip the check
+            ) as client:
+                request = client.build_request(
+                    "POST",
+                    target.url,
+                    content=body.encode(),
+                    headers=headers,
+                    extensions=extensions,
+                )
+                r = client.send(request, stream=True)
+                try:
+                    text = _start_of(r)
+                finally:
+                    r.close()
+                ms = _ms(started)
+                if 200 <= r.status_code < 300:
+                    return Response(True, r.status_code, ms, "", text)
+                return Response(False, r.status_code, ms, f"HTTP {r.status_code}", text)
+        except (httpx.HTTPError, httpx.InvalidURL) as e:
+            return Response(False, None, _ms(started), f"{type(e).__name__}: {e}"[:ERROR_KEPT])
+
+    def record(self, d: Delivery, mine: str, started_at: datetime, response: Response) -> str:
+        """The attempt in the log, and the delivery's next state, in one transaction. If the
+        lease ran out and another task took the delivery, only the attempt is written."""
+        now = self.clock()
+        schedule = settings.WEBHOOKS_RETRY_SCHEDULE
+        retries = d.retries + (0 if response.succeeded else 1)
+        fields: dict[str, Any] = {
+            "attempts": F("attempts") + 1,
+            "retries": retries,
+            "last_status_code": response.status_code,
+            "last_response_ms": response.response_ms,
+            "last_error": response.error,
+            "lock_token": "",
+            "locked_until": None,
+            "updated_at": now,
+        }
+        if response.succeeded:
+            outcome = "succeeded"
+            fields.update(status=D.SUCCEEDED, finished_at=now, next_attempt_at=None)
+        elif retries <= len(schedule):
+            outcome = "retry"
+            wait = schedule[retries - 1] * self.jitter()
+            fields.update(next_attempt_at=now + timedelta(seconds=wait))
+        else:
+            outcome = "dead-lettered"
+            fields.update(status=D.FAILED, finished_at=now, next_attempt_at=None)
+        with transaction.atomic():
+            n = Delivery.objects.filter(pk=d.pk, lock_token=mine, status=D.PENDING).update(**fields)
+            # A delivery deleted meanwhile (its subscription or push config went) logs nothing.
+            if n == 1 or Delivery.objects.filter(pk=d.pk).exists():
+                Attempt.objects.create(
+                    delivery=d,
+                    number=d.attempts + 1,
+                    started_at=started_at,
+                    succeeded=response.succeeded,
+                    status_code=response.status_code,
+                    response_ms=response.response_ms,
+                    error=response.error,
+                    response_body=response.body,
+                )
+            if n != 1:
+                return "superseded"
+            if outcome == "dead-lettered":
+                log.warning(
+                    "webhook delivery %s to %s dead-lettered after %d attempts: %s",
+                    d.webhook_id,
+                    d.receiver_url,
+                    d.attempts + 1,
+                    response.error,
+                )
+                if d.subscription_id is not None:
+                    disable_if_failing(d.subscription_id, now)
+        return outcome
+
+
+def _start_of(r: httpx.Response) -> str:
+    kept = b""
+    for chunk in r.iter_bytes():
+        kept += chunk
+        if len(kept) >= RESPONSE_KEPT * 4:
+            break
+    return kept.decode("utf-8", errors="replace")[:RESPONSE_KEPT]
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def disable_if_failing(subscription_id: Any, now: datetime) -> bool:
+    """Disable the subscription if its last WEBHOOKS_DISABLE_AFTER finished deliveries were
+    all dead-lettered: it has failed for about a day that many times in a row. Its pending
+    deliveries wait; enabling it again sends them. Call inside the dead-lettering
+    transaction; the conditional update makes one caller the one that disables."""
+    n = settings.WEBHOOKS_DISABLE_AFTER
+    if n < 1:
+        return False
+    last = list(
+        Delivery.objects.filter(subscription_id=subscription_id, finished_at__isnull=False)
+        .order_by("-finished_at", "-id")
+        .values_list("status", flat=True)[:n]
+    )
+    if len(last) < n or any(status != D.FAILED for status in last):
+        return False
+    reason = f"Its last {n} deliveries failed every attempt of the retry schedule."
+    changed = Subscription.objects.filter(pk=subscription_id, enabled=True).update(
+        enabled=False, disabled_reason=reason, updated_at=now
+    )
+    if changed != 1:
+        return False
+    s = Subscription.objects.select_related("owner").get(pk=subscription_id)
+    events.record(
+        Notice.DISABLED,
+        payload={
+            "subscription": str(s.pk),
+            "host": addresses.host_of(s.url),
+            "owner": s.owner.username if s.owner else None,
+            "reason": reason,
+        },
+    )
+    transaction.on_commit(lambda: tell_owner(s, reason))
+    return True
+
+
+def tell_owner(s: Subscription, reason: str) -> None:
+    """A log line always; an email to the owner when they have an address."""
+    owner = s.owner
+    log.warning(
+        "webhook subscription %s to %s disabled: %s (owner: %s)",
+        s.pk,
+        s.url,
+        reason,
+        owner.username if owner else "none",
+    )
+    if owner is None or not owner.email:
+        return
+    try:
+        send_mail(
+            "A webhook subscription was disabled",
+            f"Your webhook subscription to {s.url} was disabled.\n\n{reason}\n\n"
+            f"Enable it again in the admin ({settings.SITE_URL}/admin/webhooks/subscription/"
+            f"{s.pk}/change/) once the receiver answers; the deliveries it missed are kept.",
+            None,
+            [owner.email],
+        )
+    except Exception:
+        log.warning("could not email %s about subscription %s", owner.email, s.pk, exc_info=True)
+
+
+outbox = Outbox()
