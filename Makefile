@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup system-packages run test test-embedded test-postgres test-faults lint clean
+.PHONY: setup system-packages run test test-embedded test-postgres test-faults lint clean bench-compare
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,12 @@ test-postgres:
 # cluster, Redis and gateway processes, so it runs once, apart from the two runs above.
 test-faults:
 	$(PY) -m pytest tests/faults -m faults -p no:cacheprovider
+
+# The performance goal (bench/README.md): the peer (LangGraph, in-process), our full cycle over
+# HTTP, worker and socket on PostgreSQL + Redis, the peer again, and the ratio.
+PEERS ?= ../shared/peers
+bench-compare: setup
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) bench/compare.py --peers $(PEERS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

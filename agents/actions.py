@@ -142,7 +142,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             status=Thread.Status.RUNNING,
             runnable_since=timezone.now(),
         )
-        StackFrame.objects.create(
+        frame = StackFrame.objects.create(
             thread=thread,
             depth=0,
             agent_name=main.agent_name,
@@ -155,13 +155,15 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             tools=main.tools,
             tool_overrides=main.tool_overrides,
         )
-        events.record(
+        event = events.record(
             Event.Type.THREAD_STARTED,
             thread_id=thread.id,
             actor=user,
             payload={"agent": agent.name, "message": message, "status": thread.status},
         )
         _enqueue(thread.id, "start_thread")
+    # What the start wrote, for an answer that need not read it back (approvals.api).
+    thread.started = (frame, event)
     return thread
 
 
@@ -440,7 +442,14 @@ def decide(
                 _time_out(current, now)
                 current.refresh_from_db()
             return Decided(current, created=False)
-        current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
+        # The row as the update left it, without reading it back: the locked row it changed
+        # (`won` means it was pending, so `locked` is that row) with the fields it wrote.
+        current = locked
+        for name, value in fields.items():
+            setattr(current, name, value)
+        current.decided_by = user
+        current.decided_by_name = getattr(user, "username", "")
+        current.decided_at = now
         events.record(
             Event.Type.SUSPENSION_DECIDED,
             thread_id=current.thread_id,

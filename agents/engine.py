@@ -216,8 +216,10 @@ class Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        renewed = False
         try:
             while not self.stopped.wait(self.interval):
+                renewed = True
                 try:
                     if self.lane:
                         rows = StackFrame.objects.filter(status=ACTIVE)
@@ -234,7 +236,10 @@ class Heartbeat(threading.Thread):
                 if not held:
                     return
         finally:
-            connection.close()  # this thread's own connection
+            if renewed:
+                # This thread's own connection (asking for it in a thread that made no query
+                # would set one up just to close it, on every step).
+                connection.close()
 
     def stop(self) -> None:
         self.stopped.set()
@@ -578,8 +583,8 @@ class Run(Hooks):
                     frame=self.row, tool_use_id__in=[c.tool_use_id for c in result.blocking]
                 ).values_list("tool_use_id", flat=True)
             )
-            agent_ladder = functools.cache(lambda: reminders.agent_ladder(self.row.agent_name))
-            agent_policy = functools.cache(self._agent_policy)
+            agent_row = functools.cache(self._agent_row)
+            agent_ladder = functools.cache(lambda: reminders.ladder_of(agent_row()))
             for call in result.blocking:
                 if call.tool_use_id in known:
                     continue
@@ -589,7 +594,7 @@ class Run(Hooks):
                 # else the agent's: taken whole from one place, so a step number means the
                 # reminders it was written beside.
                 steps = call.tool.ladder() or agent_ladder()
-                in_force = policy.effective(agent_policy(), call.tool)
+                in_force = policy.effective((agent_row() and agent_row().policy) or {}, call.tool)
                 auto = policy.automatic(in_force, call.input)
                 kept = policy.snapshot(in_force, self.thread)
                 decided = {}
@@ -620,7 +625,9 @@ class Run(Hooks):
                     expires_at=expires_at,
                     on_timeout=call.tool.on_timeout,
                     **reminders.ladder_fields(steps, expires_at, now),
-                    **versions.binding_fields(self.row.agent_name, call.tool, call.input),
+                    **versions.binding_fields(
+                        self.row.agent_name, call.tool, call.input, agent_row()
+                    ),
                     policy=kept,
                     **decided,
                 )
@@ -655,16 +662,12 @@ class Run(Hooks):
             self.live = None  # the line stays until the frame works again
         return False
 
-    def _agent_policy(self) -> dict[str, Any]:
-        """The policy of the agent whose frame made the calls (no query for the thread's own)."""
+    def _agent_row(self) -> AgentDefinition | None:
+        """The row of the agent whose frame made the calls: its policy, ladder and version
+        (no query for the thread's own agent, read with the thread at the step's start)."""
         if self.row.agent_name == self.thread.agent.name:
-            return self.thread.agent.policy or {}
-        found = (
-            AgentDefinition.objects.filter(name=self.row.agent_name)
-            .values_list("policy", flat=True)
-            .first()
-        )
-        return found or {}
+            return self.thread.agent
+        return AgentDefinition.objects.filter(name=self.row.agent_name).first()
 
     def _close_live(self) -> None:
         """The frame stops working: its live view goes with the step's last commit, so no page
@@ -698,9 +701,13 @@ class Run(Hooks):
 
     def _instances(self, frame: Frame) -> dict[str, StackFrame]:
         """This frame's instances for its unresolved calls, by tool_use id."""
-        waiting = [u["id"] for u in msgs.unresolved_tool_uses(frame.messages)]
+        waiting = [
+            u["id"]
+            for u in msgs.unresolved_tool_uses(frame.messages)
+            if agent_tools.agent_of(u.get("name", "")) is not None
+        ]
         if not waiting:
-            return {}
+            return {}  # no call to an agent as a tool waits: no instance to read
         rows = StackFrame.objects.filter(
             parent=self.row, instance__gt=0, parent_tool_use_id__in=waiting
         )

@@ -43,7 +43,7 @@ def record(
     with _transaction():
         chain.seal([event])
         event.save(force_insert=True)
-        wake_after_commit()
+        wake_after_commit([event])
     return event
 
 
@@ -57,7 +57,7 @@ def record_many(events: list[Event]) -> list[Event]:
     with _transaction():
         chain.seal(events)
         created = Event.objects.bulk_create(events)
-        wake_after_commit()
+        wake_after_commit(created)
     return created
 
 
@@ -69,17 +69,54 @@ def _transaction() -> Any:
     return transaction.atomic()
 
 
-def wake_after_commit() -> None:
-    """Schedule one wake-up per transaction; the Event table stays the truth (invariant 5)."""
+class _Wake:
+    """The commit callback that wakes the sockets: one per transaction (and savepoint level, so
+    a savepoint rolled back takes its events' wake-up with it), carrying the events written at
+    that level, so that the hubs (approvals.hub) need not read back what was just written."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self) -> None:
+        committed.send_robust(Event)
+        broadcast(wake_message(self.events))
+
+
+def wake_after_commit(written: list[Event] | None = None) -> None:
+    """Schedule one wake-up per transaction; the Event table stays the truth (invariant 5).
+    `written`: the events this call wrote, carried by the wake-up when they are small."""
     connection = transaction.get_connection()
-    if any(func is _wake for _, func, _ in connection.run_on_commit):
-        return
-    transaction.on_commit(_wake, robust=True)
+    wake = None
+    if connection.run_on_commit:
+        sids, func, _ = connection.run_on_commit[-1]
+        if isinstance(func, _Wake) and sids == set(connection.savepoint_ids):
+            wake = func
+    if wake is None:
+        wake = _Wake()
+        transaction.on_commit(wake, robust=True)
+    wake.events.extend(written or [])
 
 
-def _wake() -> None:
-    committed.send_robust(Event)
-    broadcast(WAKE)
+# The most a wake-up carries of its events' socket messages (bytes); beyond it, the hubs read
+# the events from the table as they would without them.
+CARRIED_LIMIT = 32 * 1024
+
+
+def wake_message(written: list[Event]) -> dict[str, Any]:
+    """WAKE, with the events written (id, socket message, created_at), when all of them fit in
+    CARRIED_LIMIT and have their ids."""
+    from approvals.hub import socket_message  # the hub's own encoding: the same text either way
+
+    rows, size = [], 0
+    for event in sorted(written, key=lambda e: e.id or 0):
+        if event.id is None:
+            return WAKE
+        text = socket_message(event.as_message())
+        size += len(text)
+        if size > CARRIED_LIMIT:
+            return WAKE
+        rows.append([event.id, text, event.created_at.isoformat()])
+    return {**WAKE, "rows": rows} if rows else WAKE
 
 
 def broadcast(message: dict[str, Any]) -> None:

@@ -29,13 +29,17 @@ S = Suspension.Status
 def agent_ladder(agent_name: str) -> Ladder:
     """The agent's own ladder, for tools that set none. A stored ladder that no longer reads
     (it is checked when saved) gives none rather than failing the run."""
-    row = AgentDefinition.objects.filter(name=agent_name).first()
+    return ladder_of(AgentDefinition.objects.filter(name=agent_name).first())
+
+
+def ladder_of(row: AgentDefinition | None) -> Ladder:
+    """agent_ladder for an agent's row already read (None: the agent is gone)."""
     if row is None:
         return Ladder()
     try:
         return row.ladder()
     except ValueError:
-        log.warning("agent %s: its reminders or escalation do not read; none apply", agent_name)
+        log.warning("agent %s: its reminders or escalation do not read; none apply", row.name)
         return Ladder()
 
 

@@ -101,11 +101,19 @@ def tool_digest(tool: Tool) -> str:
     )
 
 
-def binding_fields(agent_name: str, tool: Tool, args: Any) -> dict[str, Any]:
-    """The Suspension columns that bind a later decision to what is shown now."""
-    version = (
-        AgentDefinition.objects.filter(name=agent_name).values_list("version", flat=True).first()
-    )
+def binding_fields(
+    agent_name: str, tool: Tool, args: Any, agent: AgentDefinition | None = None
+) -> dict[str, Any]:
+    """The Suspension columns that bind a later decision to what is shown now. `agent`: the
+    agent's row as the caller read it in this step, if it has it."""
+    if agent is not None and agent.name == agent_name:
+        version = agent.version
+    else:
+        version = (
+            AgentDefinition.objects.filter(name=agent_name)
+            .values_list("version", flat=True)
+            .first()
+        )
     return {
         "args_hash": canonical_hash(args),
         "agent_version": version,

@@ -40,11 +40,42 @@ def waiting_for_person() -> Q:
 
 
 def thread_payload(thread: Thread) -> dict[str, Any]:
+    started = getattr(thread, "started", None)
+    if started is not None:
+        # Made by this request (agents.actions.start_thread): what it wrote is the whole
+        # thread, so it is answered without reading it back (six statements fewer per start).
+        frame, event = started
+        return _thread_payload(thread, [frame], [], [], EMPTY_USAGE, [], event.id)
     # The stack the user talks to; agent instances are listed under "instances".
     frames = list(
         thread.frames.filter(status=StackFrame.Status.ACTIVE, lane__isnull=True).order_by("depth")
     )
     pending = thread.suspensions.filter(status=Suspension.Status.PENDING)
+    return _thread_payload(
+        thread,
+        frames,
+        [suspension_payload(s) for s in pending],
+        thread_instances(thread),
+        thread_usage(thread),
+        thread_live(thread),
+        thread.events.aggregate(m=Max("id"))["m"],
+    )
+
+
+EMPTY_USAGE = {"input_tokens": 0, "output_tokens": 0}
+
+
+def _thread_payload(
+    thread: Thread,
+    frames: list[StackFrame],
+    pending: list[dict[str, Any]],
+    instances: list[dict[str, Any]],
+    usage: dict[str, Any],
+    live: list[dict[str, Any]],
+    last_event_id: int | None,
+) -> dict[str, Any]:
+    if usage is EMPTY_USAGE:
+        usage = {**EMPTY_USAGE, "by_agent": {f.agent_name: dict(EMPTY_USAGE) for f in frames}}
     return {
         "id": str(thread.id),
         "agent": thread.agent.name,
@@ -68,11 +99,11 @@ def thread_payload(thread: Thread) -> dict[str, Any]:
             }
             for f in frames
         ],
-        "pending_suspensions": [suspension_payload(s) for s in pending],
-        "instances": thread_instances(thread),
-        "usage": thread_usage(thread),
-        "live": thread_live(thread),
-        "last_event_id": thread.events.aggregate(m=Max("id"))["m"],
+        "pending_suspensions": pending,
+        "instances": instances,
+        "usage": usage,
+        "live": live,
+        "last_event_id": last_event_id,
     }
 
 

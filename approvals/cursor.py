@@ -8,11 +8,22 @@ step over a missing id until it is gone for good:
 
 - when the event after the gap is GAP_WAIT old (no transaction that writes events lasts that
   long), or
-- when the gap lies below the gap horizon: the last id the sequence had given at a moment
-  when no writing transaction was open. Every id below it had then committed or rolled back,
-  so a read made *after* that moment shows every one of them that will ever exist. The order
-  matters: the horizon is taken first, the rows are read after it. (Taking it after the read
-  would let a transaction commit in between, unseen, and its event be stepped over.)
+- when the gap lies at or below the gap horizon: an id below which every id has committed or
+  rolled back, so a read made *after* the horizon was taken shows every one of them that will
+  ever exist. The order matters: the horizon is taken first, the rows are read after it.
+  (Taking it after the read would let a transaction commit in between, unseen, and its event
+  be stepped over.)
+
+The horizon on PostgreSQL: every transaction that writes events registers first (a trigger
+before its first insert takes an id, migration agents 0008), by holding a shared advisory
+lock whose key carries the sequence's last value as it read it, L; every id it inserts
+afterwards is above L. A reader takes the sequence's last value S, then the smallest
+L among the registered writers still open: the horizon is the lower of the two. An id at or
+below it that is not visible yet can never become visible: its writer either registered
+before the reader looked at the locks (then its L is below the id, so the horizon is too), or
+after (then it took the id after the reader read S, so the id is above S). Before this, the
+horizon needed a moment with no writing transaction open anywhere in the database, which a
+busy gateway rarely has: events waited GAP_WAIT behind every gap (bench/README.md).
 """
 
 from datetime import datetime, timedelta
@@ -24,6 +35,13 @@ from agents.models import Event
 
 # Longer than any transaction that writes events (they are short: one state change each).
 GAP_WAIT = timedelta(seconds=2)
+
+# Event writers' advisory lock keys (see the module's text): WRITER_LOCK_BASE + L, for L below
+# WRITER_SPAN (2**40 event ids). The base, "EW" in ASCII shifted past the span, keeps these
+# keys apart from every other advisory lock (agents.chain.THREADLESS_LOCK is "EVCHAIN").
+# Migration agents 0008 repeats the base in its trigger.
+WRITER_SPAN = 2**40
+WRITER_LOCK_BASE = 0x4557 << 40
 
 
 def page_cursor(now: datetime | None = None) -> int:
@@ -49,15 +67,20 @@ def gap_horizon() -> int:
         # visible in the order they were given, so no lower id can appear later.
         return 2**63 - 1
     with connection.cursor() as cursor:
+        # Two statements, in this order: the sequence first, then the registered writers.
         cursor.execute(
-            "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity"
-            "  WHERE datname = current_database() AND backend_xid IS NOT NULL"
-            "  AND pid <> pg_backend_pid()),"
-            " pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
+            "SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'id'))",
             [Event._meta.db_table],
         )
-        quiet, last = cursor.fetchone()
-    return (last or 0) if quiet else 0
+        last = cursor.fetchone()[0] or 0
+        cursor.execute(
+            "SELECT min(((classid::bigint << 32) | objid::bigint) - %s) FROM pg_locks"
+            " WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+            " AND classid::bigint >= %s AND classid::bigint < %s",
+            [WRITER_LOCK_BASE, WRITER_LOCK_BASE >> 32, (WRITER_LOCK_BASE + WRITER_SPAN) >> 32],
+        )
+        oldest_writer = cursor.fetchone()[0]
+    return last if oldest_writer is None else min(last, oldest_writer)
 
 
 def gap_settled(

@@ -37,6 +37,7 @@ import json
 import logging
 import weakref
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
@@ -282,6 +283,9 @@ class EventHub:
         self.wake = asyncio.Event()
         self.tasks: list[asyncio.Task] = []
         self.reads = 0  # table reads, for the benchmarks and tests that count them
+        # Events the wake-ups carried (agents.events.wake_message), not yet delivered: applied
+        # without a read when they follow the cursor with no id missing (see _take_carried).
+        self.carried: dict[int, Row] = {}
         # Live text: the sockets watching each thread, and each watched thread's rows as last
         # read (frame id: LiveFrame), so a socket that starts watching gets them at once.
         self.watchers: dict[str, set[Watcher]] = {}
@@ -342,7 +346,27 @@ class EventHub:
                 interval = SAFETY_POLL
             await wait_event(self.wake, interval)
 
+    def _take_carried(self) -> bool:
+        """Deliver the carried events that follow the cursor without a gap; True when that
+        was all there was to deliver (no table read needed). A carried event past a missing
+        id is left for the table read, whose gap rules decide when it may be passed."""
+        if not self.carried or self.cursor is None:
+            return False
+        rows = []
+        while (row := self.carried.pop(self.cursor + 1 + len(rows), None)) is not None:
+            rows.append(row)
+        if rows:
+            batch = Batch(self.cursor, rows)
+            self.cursor = rows[-1].id
+            for subscriber in list(self.subscribers):
+                subscriber.deliver(batch)
+        left = any(pk > self.cursor for pk in self.carried)
+        self.carried.clear()
+        return bool(rows) and not left
+
     async def _publish_new(self) -> bool:
+        if self._take_carried():
+            return False
         while True:
             rows, stopped_at_gap = await self._read(self.cursor)
             if rows:
@@ -433,6 +457,14 @@ class EventHub:
         except Exception:
             log.warning("events hub: credentials check failed", exc_info=True)
 
+    def _carry(self, rows: Any) -> None:
+        """Keep the events a wake-up carried ([id, socket message, created_at], ...)."""
+        if not isinstance(rows, list) or len(self.carried) > BATCH:
+            return  # none, or too many waiting already: the table read covers them
+        for pk, text, created_at in rows:
+            if self.cursor is None or pk > self.cursor:
+                self.carried[pk] = Row(pk, text, datetime.fromisoformat(created_at))
+
     async def _listen(self) -> None:
         """Wake the readers on each wake-up the channel layer brings."""
         channel = await self.layer.new_channel()
@@ -451,6 +483,7 @@ class EventHub:
                                     if message.get("thread") in self.watchers:
                                         self.live_wake.set()
                                 else:
+                                    self._carry(message.get("rows"))
                                     self.wake.set()
                 except Exception:
                     # Redis went away: the safety poll goes on delivering; try again shortly.

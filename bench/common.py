@@ -147,6 +147,76 @@ class Gateway:
                 time.sleep(0.2)
         time.sleep(2)  # let the workers and beat come up
 
+    def processes(self) -> list[int]:
+        """The server's processes (`manage.py serve` and every process under it)."""
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            with contextlib.suppress(OSError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    children = (task / "children").read_text().split()
+                    todo.extend(int(c) for c in children)
+        return found
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) used so far by the server's processes, by kind, and by
+        PostgreSQL's and Redis's server processes (the whole machine's: run nothing else)."""
+        tick = os.sysconf("SC_CLK_TCK")
+        used: dict[str, float] = {}
+
+        def add(kind: str, pid: int) -> None:
+            with contextlib.suppress(OSError):
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                used[kind] = used.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+
+        for pid in self.processes():
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                kind = "daphne" if "daphne" in cmd else "worker" if "celery" in cmd else "serve"
+                add(kind, pid)
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit():
+                with contextlib.suppress(OSError):
+                    comm = (proc / "comm").read_text().strip()
+                    if comm.startswith(("postgres", "redis")):
+                        add(
+                            "postgresql" if comm.startswith("postgres") else "redis", int(proc.name)
+                        )
+        return used
+
+    @contextlib.contextmanager
+    def profiled(self, out: str | None) -> Any:
+        """With `out`, py-spy samples every server process meanwhile and writes their stacks,
+        collapsed (one line per stack with its count), to `out`."""
+        if not out:
+            yield
+            return
+        spy = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "py-spy"),
+                "record",
+                "--pid",
+                str(self.proc.pid),
+                "--subprocesses",
+                "--rate",
+                "250",
+                "--format",
+                "raw",
+                "--output",
+                out,
+                "--nonblocking",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(1)
+        try:
+            yield
+        finally:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=30)
+
     def __exit__(self, *exc: Any) -> None:
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):

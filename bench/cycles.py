@@ -73,9 +73,11 @@ async def run(gw: Gateway, clients: int, seconds: float) -> None:
             out["cycle"].append(t2 - t0)
 
     reader = asyncio.create_task(read())
+    before = gw.cpu_seconds()
     start = time.monotonic()
     await asyncio.gather(*(client() for _ in range(clients)))
     elapsed = time.monotonic() - start
+    after = gw.cpu_seconds()
     reader.cancel()
     await ws.close()
     n = len(out["cycle"])
@@ -84,6 +86,10 @@ async def run(gw: Gateway, clients: int, seconds: float) -> None:
     print(summary("suspend", out["suspend"]), "  (start POST → AGENT_SUSPENDED at the socket)")
     print(summary("resume", out["resume"]), "  (AGENT_SUSPENDED → THREAD_COMPLETED)")
     print(summary("cycle", out["cycle"]))
+    if n:
+        spent = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
+        parts = ", ".join(f"{kind} {spent[kind] / n * 1000:.1f}" for kind in sorted(spent))
+        print(f"CPU per cycle: {sum(spent.values()) / n * 1000:.1f} ms ({parts})")
 
 
 def main() -> None:
@@ -92,13 +98,17 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--workers", type=int, default=2, help="worker processes (prefork)")
     parser.add_argument("--web", type=int, default=1, help="daphne processes")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="py-spy the server meanwhile; collapsed stacks to FILE"
+    )
     args = parser.parse_args()
     serve = ["--concurrency", str(args.workers)]
     if args.web != 1:
         serve += ["--web-processes", str(args.web)]
     with Gateway(AGENT, serve) as gw:
         print(f"setup: {gw.setup}; worker processes: {args.workers}; daphne: {args.web}")
-        asyncio.run(run(gw, args.clients, args.seconds))
+        with gw.profiled(args.profile):
+            asyncio.run(run(gw, args.clients, args.seconds))
 
 
 if __name__ == "__main__":

@@ -282,6 +282,19 @@ def worker(worker_process: WorkerProcess, transactional_db: Any) -> Iterator[Wor
         time.sleep(0.1)
 
 
+@pytest.fixture(autouse=True)
+def fresh_channel_layer() -> Iterator[None]:
+    """A channel layer of its own for each test. channels keeps one per process, and
+    channels-redis binds its receive lock to the event loop that first receives on it; a
+    server process has one loop for its life, but each test's sockets run on a loop of their
+    own (async_to_sync), and a receive still counted on a closed loop made the next test's
+    receive use a lock bound to that loop ("bound to a different event loop")."""
+    yield
+    from channels.layers import channel_layers
+
+    channel_layers.backends.clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def flush_retries_deadlocks() -> Iterator[None]:
     """A test's flush can still meet a beat task (the deadline sweep) mid-transaction; PostgreSQL

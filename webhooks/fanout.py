@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Value
 from django.utils import timezone
 
 from agents.models import Event, PushNotificationConfig
@@ -54,10 +55,26 @@ def nudge(**kwargs: Any) -> None:
     from gateway.celery import app
 
     try:
+        if not receivers_exist():
+            # Nobody to deliver to: no task (one per commit, nearly, on a busy gateway). The
+            # sweep still moves the cursor; a receiver added later gets events from then on.
+            return
         # By name, as webhooks.outbox.enqueue sends.
         app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
     except Exception:
         log.warning("could not enqueue the webhooks fan-out; the sweep will run it", exc_info=True)
+
+
+def receivers_exist() -> bool:
+    """Is there anything a fan-out could deliver to: an enabled subscription or an A2A push
+    config? (One statement, made at most once per NUDGE_DELAY per process.)"""
+    subscriptions = Subscription.objects.filter(enabled=True)
+    return (
+        PushNotificationConfig.objects.annotate(any=Value(1))
+        .values("any")
+        .union(subscriptions.annotate(any=Value(1)).values("any"), all=True)
+        .exists()
+    )
 
 
 def _cursor() -> Cursor:

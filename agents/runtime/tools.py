@@ -135,6 +135,8 @@ class Tool:
         unknown = set(overrides) - allowed
         if unknown:
             raise ValueError(f"{self.name}: unknown override(s) {sorted(unknown)}")
+        if not overrides:
+            return self  # frozen: the same tool (and no schema check again, on every step)
         return dataclasses.replace(self, **overrides)
 
     def api_schema(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django import db
 from django.db import transaction
@@ -411,6 +412,39 @@ class ConsumerTestCase:
             assert reads < len(sockets)
             for ws in sockets:
                 await ws.disconnect()
+
+        run(check)
+
+    @pytest.mark.skipif(
+        get_channel_layer() is None,
+        reason="the embedded setup has no channel layer, so no wake-ups: its hub tails the "
+        "table (the test above and the gap tests cover that path)",
+    )
+    def test_events_a_wake_up_carries_arrive_without_a_read_of_the_table(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        thread = start(self.users["reviewer"])
+        base = newest_id()
+        ws = socket(self.users["reviewer"], after=base)
+        monkeypatch.setattr(hub_module, "SAFETY_POLL", 60)  # no poll reads during the test
+
+        async def check() -> None:
+            await ws.connect()
+            await asyncio.sleep(0.3)  # the hub's first read, from before the events
+            reads_before = hub().reads
+            written = []
+            for n in range(3):
+                event = await in_thread(
+                    lambda n=n: events.record(
+                        "AGENT_MESSAGE", thread_id=thread.pk, payload={"n": n}
+                    )
+                )
+                written.append(event.id)
+            got = await receive_events(ws, 3)
+            assert [m["id"] for m in got] == written
+            assert [m["payload"] for m in got] == [{"n": 0}, {"n": 1}, {"n": 2}]
+            assert hub().reads == reads_before  # each came with its wake-up
+            await ws.disconnect()
 
         run(check)
 

@@ -1,0 +1,78 @@
+"""SQL statements per step of one approval cycle, so a regression on the hot path fails here.
+
+The cycle is bench/cycles.py's: the start POST, the worker's first step (up to the suspension),
+the decision POST, the worker's resume (to completion). Each is counted on its own, with the
+database and broker of the run (PostgreSQL + Redis in CI's second half, SQLite otherwise); the
+numbers are the ones issue 13 brought the path down to (bench/README.md), plus nothing.
+"""
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agents.engine import engine
+from agents.models import Suspension, Thread
+from tests.conftest import Api, operator
+from webhooks import fanout
+
+AGENT = """
+agents:
+  - name: bench
+    model: scripted
+    tools: [displayConfirmation]
+    policy: {four_eyes: false}
+    script:
+      - tool_calls:
+          - {name: displayConfirmation, input: {action: benchmark}}
+      - text: done
+"""
+
+# The budget of each step: the statements it makes today (see the module's docstring). Before
+# issue 13 (PostgreSQL): start 22, suspend 19, decide 18, resume 26, and no receivers check.
+# SQLite reads the chain's heads with queries of its own where PostgreSQL calls a function.
+BUDGETS = {
+    "postgresql": {"start": 17, "suspend": 18, "decide": 18, "resume": 26},
+    "sqlite": {"start": 19, "suspend": 18, "decide": 20, "resume": 26},
+}
+
+
+def counted(step: str, work: Any, report: dict[str, list[str]]) -> Any:
+    # Each step's first commit asks whether any webhook receiver exists (webhooks.fanout.
+    # nudge, at most once per NUDGE_DELAY): made to happen in every step, so counts are exact.
+    fanout._nudge_due = 0.0
+    with CaptureQueriesContext(connection) as queries:
+        result = work()
+    report[step] = [q["sql"] for q in queries.captured_queries]
+    return result
+
+
+@pytest.mark.django_db(transaction=True)
+def test_statements_per_cycle_step(users: dict[str, Any], load_agents: Any) -> None:
+    load_agents(AGENT)
+    starter = Api(operator())
+    reviewer = Api(users["reviewer"])
+    report: dict[str, list[str]] = {}
+
+    response = counted(
+        "start", lambda: starter.post("/api/threads", {"agent": "bench", "message": "go"}), report
+    )
+    assert response.status_code == 201, response.content
+    thread = response.json()["id"]
+    assert counted("suspend", lambda: engine.advance(thread), report)
+    suspension = Suspension.objects.get(thread_id=thread)
+    path = f"/api/threads/{thread}/suspensions/{suspension.id}/resume"
+    response = counted("decide", lambda: reviewer.post(path, {"approved": True}), report)
+    assert response.status_code == 202, response.content
+    assert counted("resume", lambda: engine.advance(thread), report)
+    assert Thread.objects.get(pk=thread).status == Thread.Status.COMPLETED
+
+    budget = BUDGETS[connection.vendor]
+    over = {step: len(sql) for step, sql in report.items() if len(sql) > budget[step]}
+    listing = "\n\n".join(
+        f"{step}: {len(sql)} statements (budget {budget[step]})\n" + "\n".join(sql)
+        for step, sql in report.items()
+    )
+    print(listing)
+    assert not over, f"over budget: {over}\n\n{listing}"

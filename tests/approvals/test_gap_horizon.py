@@ -1,0 +1,74 @@
+"""The gap horizon (approvals.cursor.gap_horizon) on PostgreSQL: an id may be stepped over
+once no open transaction can still commit it, and only an open writer of events holds the
+horizon back, not every open transaction in the database."""
+
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from approvals.cursor import gap_horizon
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="SQLite gives ids under its write lock, so they become visible in order and the "
+        "horizon is always the top (its own test: test_consumer's gap tests run on both)",
+    ),
+]
+
+INSERT = (
+    "INSERT INTO agents_event (type, payload, actor_name, created_at, prev_hash, hash)"
+    " VALUES ('AGENT_MESSAGE', '{}', '', now(), '', '') RETURNING id"
+)
+
+
+def other_connection() -> Any:
+    s = connection.settings_dict
+    return psycopg.connect(
+        host=s["HOST"] or "127.0.0.1",
+        port=s["PORT"] or 5432,
+        user=s["USER"],
+        password=s["PASSWORD"] or None,
+        dbname=s["NAME"],
+    )
+
+
+def test_only_open_writers_of_events_hold_the_horizon_back() -> None:
+    slow, fast, bystander = other_connection(), other_connection(), other_connection()
+    try:
+        held = slow.execute(INSERT).fetchone()[0]  # open, not committed
+        passed = fast.execute(INSERT).fetchone()[0]
+        fast.commit()
+        assert passed > held
+        # Another open transaction that writes, but no events (a token's last use, say).
+        bystander.execute("SELECT pg_current_xact_id()")
+
+        assert gap_horizon() < held  # the slow writer may still commit `held`
+        slow.commit()
+        # Nothing can fill a gap below `passed` now, though the bystander is still open.
+        assert gap_horizon() >= passed
+    finally:
+        for c in (slow, fast, bystander):
+            c.close()
+
+
+def test_a_writer_that_rolled_back_to_a_savepoint_registers_again() -> None:
+    writer = other_connection()
+    try:
+        writer.execute("SAVEPOINT s")
+        writer.execute(INSERT)
+        writer.execute("ROLLBACK TO SAVEPOINT s")
+        # Its lock went with the savepoint: it holds nothing back now.
+        assert (
+            gap_horizon()
+            >= writer.execute("SELECT last_value FROM agents_event_id_seq").fetchone()[0]
+        )
+        again = writer.execute(INSERT).fetchone()[0]
+        assert gap_horizon() < again
+        writer.commit()
+        assert gap_horizon() >= again
+    finally:
+        writer.close()
