@@ -308,6 +308,13 @@ class AnthropicProvider:
                 raise _StreamBroken(e, retry=_error_type(e) in TRANSIENT_STREAM_ERRORS) from e
             except httpx2.TransportError as e:
                 raise _StreamBroken(e, retry=True) from e
+            except ValueError as e:
+                # The SDK parses a tool call's streamed input as it grows; input that is not
+                # JSON is the answer's fault, not the gateway's: the call fails as the model's.
+                raise LLMError(
+                    f"The Anthropic API streamed a tool call whose input is not JSON ({e}) "
+                    f"{self._after()}."
+                ) from e
             if not complete:
                 raise _StreamBroken(None, retry=True)
             return stream.get_final_message()

@@ -319,6 +319,24 @@ class AnthropicStreamErrorsTestCase:
         assert len(api.requests) == 1
         assert listener.heard == []
 
+    def test_a_tool_input_that_is_not_json_fails_the_call_as_an_llm_error(self) -> None:
+        # The model's streamed tool input must be JSON; the SDK's parser raised a bare
+        # ValueError, which the engine took for a bug in the gateway instead of the answer's.
+        broken = [
+            message_start(472),
+            *tool_block(0, "toolu_01Bad", "get_weather", '{"location": ', "Paris}"),
+            *message_end("tool_use", 20),
+        ]
+        api = FakeAPI(broken)
+
+        with pytest.raises(LLMError) as raised:
+            complete(api, Recorder())
+
+        assert str(raised.value).startswith(
+            "The Anthropic API streamed a tool call whose input is not JSON"
+        )
+        assert len(api.requests) == 1
+
     def test_a_stream_that_ends_before_message_stop_is_made_again(self) -> None:
         cut = [message_start(472), *text_block(0, "Sunny")]
         whole = [
