@@ -76,6 +76,9 @@ class _Wake:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        # Django names a failing commit callback by its __qualname__, which only functions
+        # and classes have of their own.
+        self.__qualname__ = f"{__name__}._Wake"
 
     def __call__(self) -> None:
         committed.send_robust(Event)

@@ -72,3 +72,15 @@ def test_a_writer_that_rolled_back_to_a_savepoint_registers_again() -> None:
         assert gap_horizon() >= again
     finally:
         writer.close()
+
+
+def test_a_reader_is_not_held_back_by_its_own_transaction() -> None:
+    # A transaction that wrote events sees them itself: its own registration must not hide
+    # the ids after it from its own reads (the email and webhook fan-outs read and write).
+    from django.db import transaction
+
+    from agents.models import Event
+
+    with transaction.atomic():
+        mine = Event.objects.create(type="AGENT_MESSAGE", payload={})
+        assert gap_horizon() >= mine.id
