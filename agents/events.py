@@ -89,11 +89,15 @@ def wake_after_commit(written: list[Event] | None = None) -> None:
     """Schedule one wake-up per transaction; the Event table stays the truth (invariant 5).
     `written`: the events this call wrote, carried by the wake-up when they are small."""
     connection = transaction.get_connection()
-    wake = None
-    if connection.run_on_commit:
-        sids, func, _ = connection.run_on_commit[-1]
-        if isinstance(func, _Wake) and sids == set(connection.savepoint_ids):
-            wake = func
+    level = set(connection.savepoint_ids)
+    wake = next(
+        (
+            func
+            for sids, func, _ in reversed(connection.run_on_commit)
+            if isinstance(func, _Wake) and sids == level
+        ),
+        None,
+    )
     if wake is None:
         wake = _Wake()
         transaction.on_commit(wake, robust=True)
