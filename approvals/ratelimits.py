@@ -22,7 +22,7 @@ from typing import Any
 # Imported here, whole, before any request: limits' RedisStorage looks redis up in sys.modules
 # and reads its __version__, so a first use racing another thread's first import of redis
 # finds a half-made module ("minimum version of 3.0 ... Found version: 0.0.0") and fails.
-import redis  # noqa: F401
+import redis  # noqa: F401 - imported whole at load, for its side effect (see above)
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import JsonResponse

@@ -34,7 +34,7 @@ class _Request(WsgiToAsgiInstance):
 
 
 class DjangoHTTP(WsgiToAsgi):
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
         await _Request(self.wsgi_application, self.duplicate_header_limit)(scope, receive, send)
 
 
@@ -45,7 +45,7 @@ class HTTPRouter:
     def __init__(self, django: DjangoHTTP) -> None:
         self.django = django
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
         if scope["path"] == "/a2a":
             await a2a_application(scope, receive, send)
         else:

@@ -243,7 +243,7 @@ def stream_of(responses: list[StreamResponse]) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def gateway(
-    daphne_server: Any,  # noqa: F811
+    daphne_server: Any,  # noqa: F811 - the imported session fixture, requested by name
     worker: Any,
     users: dict[str, Any],
     load_agents: Any,

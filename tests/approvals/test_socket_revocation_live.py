@@ -45,7 +45,7 @@ def closes_after(server: Any, raw: str, revoke: Callable[[], Any], within: float
 @pytest.mark.django_db(transaction=True)
 class LiveSocketRevocationTestCase:
     @pytest.fixture(autouse=True)
-    def setup(self, daphne_server: Any, users: dict[str, Any]) -> None:  # noqa: F811
+    def setup(self, daphne_server: Any, users: dict[str, Any]) -> None:  # noqa: F811 - the imported fixture, requested by name
         if daphne_server.proc is None or daphne_server.proc.poll() is not None:
             daphne_server.start()
         self.server = daphne_server
