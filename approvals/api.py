@@ -16,6 +16,7 @@ from agents.models import AgentDefinition, Event, LiveText, StackFrame, Suspensi
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
 from approvals import admission, ratelimits, scopes
+from approvals import schemas as shapes
 from approvals.auth import api
 from approvals.http import (
     BadRequest,
@@ -26,6 +27,7 @@ from approvals.http import (
     whole_number,
 )
 from approvals.models import Scope
+from approvals.openapi import operation
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -249,6 +251,22 @@ def _visible_threads(request: HttpRequest, rows: Any, field: str = "created_by")
     return rows
 
 
+@operation(
+    "POST",
+    "Start a run",
+    body=shapes.StartRun,
+    responses={201: shapes.Thread},
+    description="Start a run of an agent; a worker runs it. 429 when too many are started too "
+    "fast or the agent has MAX_PENDING_PER_AGENT requests waiting.",
+)
+@operation(
+    "GET",
+    "List runs",
+    query=shapes.ThreadQuery,
+    responses={200: shapes.ThreadPage},
+    description="Newest first, a page at a time: follow `next` (a keyset cursor). A token "
+    "without the read scope lists only the runs its user started.",
+)
 @api(
     ["GET", "POST"],
     perm=None,
@@ -259,41 +277,7 @@ def threads(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
         if not request.user.has_perm("agents.view_thread"):
             return error(403, "forbidden", "You do not have permission to do this.")
-        rows = _visible_threads(request, Thread.objects.select_related("agent"))
-        rows = rows.order_by("-created_at")
-        status = request.GET.get("status")
-        if status:
-            if status not in Thread.Status.values:
-                return error(
-                    400,
-                    "bad_request",
-                    "Unknown status.",
-                    fields={"status": f"One of {', '.join(Thread.Status.values)}."},
-                )
-            rows = rows.filter(status=status)
-        if request.GET.get("waiting") in ("1", "true"):
-            # What waits for a person: a reply, or a decision (also one inside an agent
-            # instance while the thread runs on); A2A's input-required tasks are these.
-            rows = rows.filter(waiting_for_person()).distinct()
-        rows = rows[:50]
-        return JsonResponse(
-            {
-                "results": [
-                    {
-                        "id": str(t.id),
-                        "agent": t.agent.name,
-                        "status": t.status,
-                        "title": t.title,
-                        "created_at": t.created_at.isoformat(),
-                        "input_prompt": t.input_prompt or None,
-                        "input_expires_at": t.input_expires_at.isoformat()
-                        if t.input_expires_at
-                        else None,
-                    }
-                    for t in rows
-                ]
-            }
-        )
+        return _thread_list(request)
     if not request.user.has_perm("agents.add_thread"):
         return error(403, "forbidden", "You do not have permission to start runs.")
     try:
@@ -324,6 +308,57 @@ def threads(request: HttpRequest) -> JsonResponse:
     return JsonResponse(thread_payload(thread), status=201)
 
 
+def _thread_list(request: HttpRequest) -> JsonResponse:
+    """GET /api/threads: newest first, filtered by ?status= and ?waiting=, a page of ?limit=
+    at a time; `next` carries a keyset cursor (created_at, id), so a page never repeats or
+    skips a run that starts meanwhile."""
+    q = request.GET
+    rows = _visible_threads(request, Thread.objects.select_related("agent"))
+    try:
+        status = q.get("status")
+        if status:
+            if status not in Thread.Status.values:
+                raise BadRequest(
+                    "Unknown status.", {"status": f"One of {', '.join(Thread.Status.values)}."}
+                )
+            rows = rows.filter(status=status)
+        waiting = q.get("waiting")
+        if waiting not in (None, "", "0", "false", "1", "true"):
+            raise BadRequest("Bad waiting.", {"waiting": "1 or true (or 0 or false)."})
+        if waiting in ("1", "true"):
+            # What waits for a person: a reply, or a decision (also one inside an agent
+            # instance while the thread runs on); A2A's input-required tasks are these.
+            rows = rows.filter(waiting_for_person()).distinct()
+        limit = _limit(request)
+        if q.get("cursor"):
+            created, pk = _decode_cursor(q["cursor"])
+            rows = rows.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
+    except BadRequest as e:
+        return _bad(e)
+    page = list(rows.order_by("-created_at", "-id")[: limit + 1])
+    more = len(page) > limit
+    page = page[:limit]
+    next_url = None
+    if more:
+        params = q.copy()
+        params["cursor"] = _encode_cursor(page[-1])
+        next_url = f"{request.path}?{params.urlencode()}"
+    results = [
+        {
+            "id": str(t.id),
+            "agent": t.agent.name,
+            "status": t.status,
+            "title": t.title,
+            "created_at": t.created_at.isoformat(),
+            "input_prompt": t.input_prompt or None,
+            "input_expires_at": t.input_expires_at.isoformat() if t.input_expires_at else None,
+        }
+        for t in page
+    ]
+    return JsonResponse({"results": results, "next": next_url})
+
+
+@operation("GET", "One run", responses={200: shapes.Thread})
 @api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def thread_detail(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
@@ -334,6 +369,14 @@ def thread_detail(request: HttpRequest, thread_id: str) -> JsonResponse:
     return JsonResponse(thread_payload(thread))
 
 
+@operation(
+    "POST",
+    "Reply to a run",
+    body=shapes.Message,
+    responses={202: shapes.Thread},
+    errors=(409,),
+    description="Talk to the top of the stack; 409 unless the run waits for input.",
+)
 @api(["POST"], perm="agents.add_thread", scope=(Scope.RUNS, Scope.DECIDE))
 def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
@@ -378,6 +421,13 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     return JsonResponse(thread_payload(thread), status=202)
 
 
+@operation(
+    "POST",
+    "Cancel a run",
+    responses={200: shapes.Thread},
+    errors=(409,),
+    description="Unwind the stack and cancel its pending suspensions; 409 once it has ended.",
+)
 @api(["POST"], perm="agents.change_thread", scope=(Scope.RUNS, Scope.DECIDE))
 def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
     thread = _thread_or_404(thread_id)
@@ -429,6 +479,9 @@ def _sees_every_suspension(user: Any) -> bool:
     return scopes.has(user, Scope.READ) or scopes.has(user, Scope.DECIDE)
 
 
+@operation(
+    "GET", "List suspensions", query=shapes.SuspensionQuery, responses={200: shapes.SuspensionPage}
+)
 @api(["GET"], perm="agents.view_suspension", scope=SEE_SUSPENSIONS)
 def suspensions(request: HttpRequest) -> JsonResponse:
     """Oldest first, a page at a time; `next` carries a keyset cursor."""
@@ -480,6 +533,7 @@ def _suspension_or_none(suspension_id: str, thread_id: Any = None) -> Suspension
     return rows.filter(pk=pk).first()
 
 
+@operation("GET", "One suspension", responses={200: shapes.SuspensionWithViewer})
 @api(["GET"], perm="agents.view_suspension", scope=SEE_SUSPENSIONS)
 def suspension_detail(request: HttpRequest, suspension_id: str) -> JsonResponse:
     s = _suspension_or_none(suspension_id)
@@ -625,6 +679,16 @@ def _conflict_detail(s: Suspension) -> str:
     return f"{who} already decided: {s.status}."
 
 
+@operation(
+    "POST",
+    "Decide a suspension (resumeExecution)",
+    body=shapes.Resume,
+    responses={200: shapes.Outcome, 202: shapes.Outcome},
+    errors=(409,),
+    description="Record the decision (202) and a worker resumes the frame; the same decision "
+    "again answers 200 with the recorded outcome, another one, a passed deadline or a stale "
+    "view 409; arguments that fail the tool's schema 400; refused by the policy 403.",
+)
 @api(["POST"], perm="agents.decide_suspension", scope=Scope.DECIDE, limit=ratelimits.DECISIONS)
 def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResponse:
     """resumeExecution: record the decision; a worker resumes the frame after commit."""
@@ -662,6 +726,13 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     )
 
 
+@operation(
+    "GET",
+    "The event log",
+    query=shapes.EventQuery,
+    responses={200: shapes.EventPage},
+    description="The audit trail in id order, after `after`; page on with `last_id`.",
+)
 @api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def event_list(request: HttpRequest) -> JsonResponse:
     q = request.GET

@@ -120,6 +120,9 @@ def api(
                     return ratelimits.too_many(e)
             return view(request, *args, **kwargs)
 
+        # What approvals.openapi checks each described view against.
+        wrapper.api_methods = tuple(methods)
+        wrapper.api_limit = limit
         return wrapper
 
     return decorate

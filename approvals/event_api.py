@@ -7,8 +7,11 @@ from approvals import scopes
 from approvals.auth import api
 from approvals.http import error, whole_number
 from approvals.models import Scope
+from approvals.openapi import operation
+from approvals.schemas import Event as EventShape
 
 
+@operation("GET", "One whole event", responses={200: EventShape})
 @api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def event_detail(request: HttpRequest, event_id: str) -> JsonResponse:
     pk = whole_number(event_id)

@@ -11,6 +11,8 @@ from agents.models import Suspension
 from approvals.auth import api
 from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long
 from approvals.models import Scope
+from approvals.openapi import operation
+from approvals.schemas import Extend, Extended
 
 
 def parse_extension(data: dict[str, Any]) -> tuple[int, str]:
@@ -34,6 +36,15 @@ def _answer(s: Suspension, status: int, **extra: Any) -> JsonResponse:
     return JsonResponse(body, status=status)
 
 
+@operation(
+    "POST",
+    "Extend a deadline",
+    body=Extend,
+    responses={200: Extended},
+    errors=(409,),
+    description="Move a pending deadline later, once, with a reason (who may decide may "
+    "extend); 409 `already_extended` or `not_pending`.",
+)
 @api(["POST"], perm="agents.decide_suspension", scope=Scope.DECIDE)
 def extend(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResponse:
     """Who may decide may extend; the extender is the caller, never a field of the body."""

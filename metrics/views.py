@@ -12,11 +12,13 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
+from pydantic import Field
 
 from approvals.audit import staff_only
 from approvals.auth import api
 from approvals.http import error
 from approvals.models import Scope
+from approvals.openapi import Answer, Query, operation
 from metrics import charts
 from metrics.collector import GatewayCollector
 from metrics.conversations import parse_window, series, summary
@@ -80,6 +82,26 @@ def _conversations_for_staff(request: HttpRequest) -> HttpResponse:
     return _conversations(request)
 
 
+class WindowQuery(Query):
+    window: str | None = Field(
+        None, pattern=r"^[1-9][0-9]{0,6}[smhd]$", description="90s, 15m, 24h (the default), 7d..."
+    )
+
+
+class Conversations(Answer):
+    """metrics.conversations.summary's figures over the window."""
+
+    window: str
+
+
+@operation(
+    "GET",
+    "Conversation figures",
+    query=WindowQuery,
+    responses={200: Conversations},
+    description="The four figures of the requests raised in the last `window` (at most 31 "
+    "days), for staff with the admin scope, or a client sending METRICS_TOKEN.",
+)
 @csrf_exempt
 def conversations(request: HttpRequest) -> HttpResponse:
     """GET /api/metrics/conversations?window=24h: the seed's four figures over the last

@@ -12,7 +12,9 @@ from django.utils.dateparse import parse_datetime
 from approvals.auth import api
 from approvals.http import BadRequest, error, json_body, parse_uuid, whole_number
 from approvals.models import Scope
+from approvals.openapi import operation
 from webhooks import actions
+from webhooks import schemas as shapes
 from webhooks.models import Delivery, Subscription
 
 PAGE_SIZE = 50
@@ -109,6 +111,20 @@ def _checked(data: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, 
     return data
 
 
+@operation(
+    "GET",
+    "List webhook subscriptions",
+    query=shapes.SubscriptionQuery,
+    responses={200: shapes.SubscriptionPage},
+    description="Staff only. Oldest first; follow `next`.",
+)
+@operation(
+    "POST",
+    "Subscribe a webhook",
+    body=shapes.NewSubscription,
+    responses={201: shapes.Subscription},
+    description="Staff only. Answers with the signing secret.",
+)
 @staff_api({"GET": "webhooks.view_subscription", "POST": "webhooks.add_subscription"})
 def subscriptions(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
@@ -137,6 +153,14 @@ def subscriptions(request: HttpRequest) -> JsonResponse:
     return JsonResponse(subscription_payload(s, with_secret=True), status=201)
 
 
+@operation("GET", "One webhook subscription", responses={200: shapes.Subscription})
+@operation(
+    "PATCH",
+    "Change a subscription",
+    body=shapes.SubscriptionChange,
+    responses={200: shapes.Subscription},
+)
+@operation("DELETE", "Delete a subscription", responses={204: None})
 @staff_api(
     {
         "GET": "webhooks.view_subscription",
@@ -170,6 +194,12 @@ def _limit(request: HttpRequest) -> int:
     return limit
 
 
+@operation(
+    "GET",
+    "A subscription's delivery log",
+    query=shapes.DeliveryQuery,
+    responses={200: shapes.DeliveryPage},
+)
 @staff_api({"GET": "webhooks.view_delivery"})
 def subscription_deliveries(request: HttpRequest, subscription_id: str) -> JsonResponse:
     """The delivery log, newest first, a page at a time (`next` carries the cursor)."""
@@ -215,6 +245,13 @@ def _when(data: dict[str, Any], key: str, default: datetime | None) -> datetime:
     return parsed if timezone.is_aware(parsed) else parsed.replace(tzinfo=UTC)
 
 
+@operation(
+    "POST",
+    "Replay a time range's deliveries",
+    body=shapes.Replay,
+    responses={202: shapes.Replayed},
+    errors=(409,),
+)
 @staff_api({"POST": "webhooks.change_delivery"})
 def subscription_replay(request: HttpRequest, subscription_id: str) -> JsonResponse:
     """Replay the deliveries made in a time range: {"since", "until"?, "status"?: [...]}
@@ -259,6 +296,7 @@ def _delivery(delivery_id: str) -> Delivery | None:
     return Delivery.objects.select_related("subscription").filter(pk=pk).first()
 
 
+@operation("GET", "One delivery with its attempts", responses={200: shapes.Delivery})
 @staff_api({"GET": "webhooks.view_delivery"})
 def delivery_detail(request: HttpRequest, delivery_id: str) -> JsonResponse:
     d = _delivery(delivery_id)
@@ -267,6 +305,7 @@ def delivery_detail(request: HttpRequest, delivery_id: str) -> JsonResponse:
     return JsonResponse(delivery_payload(d, with_attempts=True))
 
 
+@operation("POST", "Send a delivery again", responses={202: shapes.Delivery}, errors=(409,))
 @staff_api({"POST": "webhooks.change_delivery"})
 def delivery_replay(request: HttpRequest, delivery_id: str) -> JsonResponse:
     """Send one delivery again now, with its webhook-id."""

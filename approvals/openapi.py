@@ -1,0 +1,313 @@
+"""The OpenAPI 3.1 document of the JSON API (/api/openapi.json), built from the code.
+
+Why this and not a library: the views are plain Django function views behind
+approvals.auth.api (session or token, scopes, rate limits, the JSON error shape). django-ninja
+or DRF with drf-spectacular would mean rewriting every view and its errors around their
+request parsing. pydantic (installed with a2a-sdk) already turns classes into JSON Schema
+2020-12, which OpenAPI 3.1 takes as it is; what is left is this registry: a view declares its
+operations with @operation, and build() walks Django's URL resolver, so the paths, their
+parameters and the methods come from the URLconf and the views themselves.
+
+How to describe an endpoint (the models sit next to the view, or in approvals/schemas.py when
+several views share them):
+
+    class StartRun(Body):                    # a request body; unknown fields are refused
+        agent: str = Field(description="The agent to run.")
+        message: str
+
+    class ThreadQuery(Query):                # query parameters: one field each
+        status: ThreadStatus | None = None
+
+    @operation("POST", "Start a run", body=StartRun, responses={201: Thread}, errors=(429,))
+    @operation("GET", "List runs", query=ThreadQuery, responses={200: ThreadPage})
+    @api(["GET", "POST"], ...)
+    def threads(request): ...
+
+@operation goes above @api (it marks the function the URLconf holds). Path parameters come
+from the route (`<str:thread_id>` → `{thread_id}`, a string; `<int:...>`, an integer); describe
+one with `path={"thread_id": "The thread's id."}`. `responses` maps a status to a model, or
+to None for an answer without a body; the view's docstring is the description unless
+`description` says otherwise. Every operation also gets 401 and 403; 400 when it takes a body,
+a query or path parameters; 404 with path parameters; 413 with a body; 429 when @api counts
+it against a rate limit; `errors` adds others (409...), all with the Error model.
+
+tests/approvals/test_openapi.py fails when an /api/ URL, or a method its view accepts, is not
+described, and runs schemathesis against a live server over every operation described here.
+"""
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import URLPattern, URLResolver, get_resolver
+from pydantic import BaseModel, ConfigDict
+from pydantic.json_schema import models_json_schema
+
+from approvals.auth import api
+
+
+class Body(BaseModel):
+    """A JSON request body: fields the model does not name are refused, as the views do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Query(BaseModel):
+    """Query parameters, one per field."""
+
+
+class Answer(BaseModel):
+    """A JSON answer: fields not named may be added later, so clients must ignore them."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Error(Answer):
+    """Every error answer (approvals.http.error)."""
+
+    error: str
+    detail: str
+    fields: dict[str, str] | None = None
+
+
+# What each error status means when an operation does not say more.
+ERRORS = {
+    400: "The request is not valid: `fields` names each bad field.",
+    401: "No caller: log in, or send Authorization: Bearer <token>.",
+    403: "The caller may not do this (a missing permission or token scope, or a policy).",
+    404: "No such resource.",
+    409: "The resource's state does not allow it.",
+    413: "The body is larger than DATA_UPLOAD_MAX_MEMORY_SIZE.",
+    429: "Too many too fast: `Retry-After` says when to try again.",
+}
+
+
+@dataclass
+class Operation:
+    method: str
+    summary: str
+    description: str | None
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    responses: dict[int, type[BaseModel] | None]
+    errors: tuple[int, ...]
+    path: dict[str, str] = field(default_factory=dict)
+
+
+def operation(
+    method: str,
+    summary: str,
+    *,
+    responses: dict[int, type[BaseModel] | None],
+    body: type[BaseModel] | None = None,
+    query: type[BaseModel] | None = None,
+    errors: Iterable[int] = (),
+    path: dict[str, str] | None = None,
+    description: str | None = None,
+) -> Callable:
+    """Describe one method of the view below it (see the module's docstring)."""
+
+    def mark(view: Callable) -> Callable:
+        found = dict(getattr(view, "openapi", {}))
+        found[method.upper()] = Operation(
+            method.upper(),
+            summary,
+            description,
+            body,
+            query,
+            responses,
+            tuple(errors),
+            path or {},
+        )
+        view.openapi = found
+        return view
+
+    return mark
+
+
+@dataclass
+class Route:
+    """One URL of the API as the resolver has it."""
+
+    path: str  # /api/threads/{thread_id}
+    params: dict[str, str]  # name → converter ("str", "int", ...)
+    view: Callable
+
+
+CONVERTER = re.compile(r"<(?:(?P<conv>[^>:]+):)?(?P<name>\w+)>")
+
+
+def api_routes() -> Iterator[Route]:
+    """Every URL under /api/, from Django's resolver (the order of gateway/urls.py)."""
+
+    def walk(patterns: list[Any], prefix: str) -> Iterator[Route]:
+        for p in patterns:
+            route = prefix + str(p.pattern)
+            if isinstance(p, URLResolver):
+                yield from walk(p.url_patterns, route)
+            elif isinstance(p, URLPattern) and route.startswith("api/"):
+                params = {m["name"]: m["conv"] or "str" for m in CONVERTER.finditer(route)}
+                yield Route("/" + CONVERTER.sub(r"{\g<name>}", route), params, p.callback)
+
+    yield from walk(get_resolver().url_patterns, "")
+
+
+def _doc(view: Callable) -> str | None:
+    text = (view.__doc__ or "").strip()
+    return re.sub(r"\s*\n\s*", " ", text) or None
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _json(model: type[BaseModel] | None, description: str) -> dict[str, Any]:
+    answer: dict[str, Any] = {"description": description}
+    if model is not None:
+        answer["content"] = {"application/json": {"schema": _ref(model)}}
+    return answer
+
+
+def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    required = set(schema.get("required", ()))
+    found = []
+    for name, prop in schema["properties"].items():
+        prop = dict(prop)
+        prop.pop("title", None)
+        param = {"name": name, "in": "query", "required": name in required, "schema": prop}
+        if "description" in prop:
+            param["description"] = prop.pop("description")
+        found.append(param)
+    return found
+
+
+def _operation(route: Route, op: Operation, view: Callable) -> dict[str, Any]:
+    name = view.__name__.strip("_")
+    found: dict[str, Any] = {
+        "operationId": f"{name}_{op.method.lower()}",
+        "summary": op.summary,
+        "tags": [route.path.split("/")[2]],
+    }
+    if description := op.description or _doc(view):
+        found["description"] = description
+    params = [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "integer", "minimum": 0} if conv == "int" else {"type": "string"},
+            **({"description": op.path[name]} if name in op.path else {}),
+        }
+        for name, conv in route.params.items()
+    ]
+    if op.query is not None:
+        params += _query_parameters(op.query)
+    if params:
+        found["parameters"] = params
+    if op.body is not None:
+        found["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": _ref(op.body)}},
+        }
+    responses = {
+        str(status): _json(model, _status_text(status)) for status, model in op.responses.items()
+    }
+    errors = {401, 403, *op.errors}
+    if op.body is not None or params:
+        errors.add(400)
+    if route.params:
+        errors.add(404)
+    if op.body is not None:
+        errors.add(413)
+    if getattr(view, "api_limit", None) and op.method == "POST":
+        errors.add(429)
+    for status in sorted(errors):
+        responses.setdefault(str(status), _json(Error, ERRORS.get(status, "An error.")))
+    found["responses"] = responses
+    return found
+
+
+def _status_text(status: int) -> str:
+    return {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}.get(status, "Answer")
+
+
+def undescribed() -> list[str]:
+    """The API's URLs and methods that no @operation describes, as "METHOD /path"."""
+    missing = []
+    for route in api_routes():
+        ops = getattr(route.view, "openapi", None)
+        if getattr(route.view, "openapi_skip", False):
+            continue
+        methods = getattr(route.view, "api_methods", None) or (ops or {}).keys() or ["?"]
+        missing += [f"{m} {route.path}" for m in methods if m not in (ops or {})]
+    return missing
+
+
+def build() -> dict[str, Any]:
+    """The whole document."""
+    paths: dict[str, dict[str, Any]] = {}
+    models: set[type[BaseModel]] = {Error}
+    for route in api_routes():
+        ops = getattr(route.view, "openapi", None)
+        if not ops:
+            continue
+        item = paths.setdefault(route.path, {})
+        for method, op in ops.items():
+            item[method.lower()] = _operation(route, op, route.view)
+            models.update(m for m in (op.body, *op.responses.values()) if m is not None)
+    ordered = sorted(models, key=lambda m: m.__name__)
+    _, schemas = models_json_schema(
+        [(m, "validation") for m in ordered], ref_template="#/components/schemas/{model}"
+    )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Approval gateway API",
+            "version": "1",
+            "description": (
+                "Agents run inside the gateway; a sensitive tool call suspends the run until a "
+                "reviewer decides. Every endpoint needs a caller: a browser session (with the "
+                "X-CSRFToken header on changes) or `Authorization: Bearer <token>` from "
+                "`manage.py create_api_token`. Errors are JSON: "
+                '`{"error": code, "detail": text, "fields": {...}}`.'
+            ),
+        },
+        "security": [{"bearer": []}, {"session": []}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas.get("$defs", {}),
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "gw_…"},
+                "session": {"type": "apiKey", "in": "cookie", "name": settings.SESSION_COOKIE_NAME},
+            },
+        },
+    }
+
+
+class Document(Answer):
+    """The OpenAPI 3.1 document."""
+
+    openapi: str
+    paths: dict[str, Any]
+
+
+@operation("GET", "This document", responses={200: Document})
+@api(["GET"])
+def document(request: HttpRequest) -> JsonResponse:
+    """The OpenAPI 3.1 document of this API, generated from the views (approvals.openapi)."""
+    return JsonResponse(build(), json_dumps_params={"ensure_ascii": False})
+
+
+@login_required
+def docs(request: HttpRequest) -> HttpResponse:
+    """The vendored Swagger UI (static/vendor/swagger-ui), reading /api/openapi.json."""
+    return render(request, "approvals/api_docs.html")
+
+
+docs.openapi_skip = True  # a page for people, not an API operation

@@ -1,0 +1,190 @@
+"""The API's shapes that several views share, for the OpenAPI document (approvals.openapi).
+
+They describe what agents.actions.suspension_payload, approvals.api.thread_payload and
+Event.as_message answer; they are not used to build the answers. A view's own request body
+and query sit next to the view.
+"""
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agents import models
+from approvals.openapi import Answer, Body, Query
+
+# The choices as the models have them, so a new status shows in the document by itself.
+ThreadStatus = Literal[tuple(models.Thread.Status.values)]
+SuspensionStatus = Literal[tuple(models.Suspension.Status.values)]
+SuspensionKind = Literal[tuple(models.Suspension.Kind.values)]
+Limit = Field(None, ge=1, le=200, description="At most this many (1 to 200; 50 by default).")
+
+
+class Decision(Answer):
+    """The recorded decision."""
+
+    status: SuspensionStatus
+    approved: bool | None
+    reason: str | None
+    modifiedArgs: dict[str, Any] | None
+    response: str | None
+    decided_by: str | None
+    decided_at: str | None
+
+
+class Suspension(Answer):
+    """A request for a decision (kind `confirmation`) or an answer (kind `input`)."""
+
+    id: str
+    thread: str
+    agent: str
+    tool: str
+    tool_use_id: str
+    input: dict[str, Any]
+    kind: SuspensionKind
+    prompt: str
+    status: SuspensionStatus
+    expires_at: str | None
+    created_at: str | None
+    decision: Decision | None
+    args_hash: str | None
+    agent_version: int | None
+
+
+class Frame(Answer):
+    id: int
+    agent: str
+    type: str
+    depth: int
+
+
+class Thread(Answer):
+    """A run: its stack (top last) and what waits for a person."""
+
+    id: str
+    agent: str
+    status: ThreadStatus
+    title: str
+    result: str | None
+    error: str | None
+    created_by: str | None
+    created_at: str
+    updated_at: str
+    stack: list[Frame]
+    pending_suspensions: list[Suspension]
+    instances: list[dict[str, Any]]
+    usage: dict[str, Any]
+    live: list[dict[str, Any]]
+    last_event_id: int | None
+
+
+class ThreadSummary(Answer):
+    id: str
+    agent: str
+    status: ThreadStatus
+    title: str
+    created_at: str
+    input_prompt: str | None
+    input_expires_at: str | None
+
+
+class ThreadPage(Answer):
+    results: list[ThreadSummary]
+    next: str | None = Field(description="The next page's URL; null on the last page.")
+
+
+class StartRun(Body):
+    agent: str = Field(description="The name of the agent to run.")
+    message: str = Field(description="The first message (at most MAX_MESSAGE_CHARS).")
+
+
+class ThreadQuery(Query):
+    status: ThreadStatus | None = Field(None, description="Only runs in this status.")
+    waiting: Literal["1", "true", "0", "false"] | None = Field(
+        None, description="1 or true: only runs waiting for a person (a reply or a decision)."
+    )
+    limit: int | None = Limit
+    cursor: str | None = Field(None, description="From the previous page's `next` link.")
+
+
+class Message(Body):
+    """Text, or `data` (a JSON object) for an agent that asks for application/json input."""
+
+    text: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class SuspensionWithViewer(Suspension):
+    version: dict[str, Any]
+    you: dict[str, Any] = Field(description="May the caller decide it, and if not why.")
+
+
+class SuspensionPage(Answer):
+    results: list[SuspensionWithViewer]
+    next: str | None = Field(description="The next page's URL; null on the last page.")
+
+
+class SuspensionQuery(Query):
+    status: SuspensionStatus | None = None
+    agent: str | None = None
+    thread: str | None = Field(None, description="A thread id (UUID).")
+    tool: str | None = None
+    kind: SuspensionKind | None = None
+    limit: int | None = Limit
+    cursor: str | None = Field(None, description="From the previous page's `next` link.")
+
+
+class Seen(Body):
+    args_hash: str | None = None
+    agent_version: int | None = None
+
+
+class Resume(Body):
+    """resumeExecution: `approved` (with `reason`, or `modifiedArgs` to approve edited
+    arguments), or `response` to answer a question."""
+
+    approved: bool | None = None
+    reason: str | None = None
+    modifiedArgs: dict[str, Any] | None = None
+    response: str | None = None
+    seen: Seen | None = Field(None, description="What the card showed: a change answers 409.")
+    confirmVersionChange: bool | None = None
+
+
+class Outcome(Answer):
+    suspension: Suspension
+    outcome: Decision | None
+    votes: dict[str, Any] | None = Field(None, description="A vote toward a quorum.")
+
+
+class Extend(Body):
+    seconds: int = Field(ge=1, description="1 to MAX_EXTENSION_SECONDS.")
+    reason: str
+
+
+class Extended(Answer):
+    suspension: Suspension
+    extension: dict[str, Any] | None
+    old_expires_at: str | None = None
+
+
+class Event(Answer):
+    """One entry of the audit trail, as the socket sends it."""
+
+    id: int
+    type: str
+    thread: str | None
+    suspension: str | None
+    payload: dict[str, Any]
+    created_at: str
+    actor: str | None
+
+
+class EventPage(Answer):
+    events: list[Event]
+    last_id: int = Field(description="Send it back as `after` for the next page.")
+
+
+class EventQuery(Query):
+    after: int | None = Field(None, ge=0, description="Events after this id (0 by default).")
+    thread: str | None = Field(None, description="A thread id (UUID).")
+    limit: int | None = Field(None, ge=1, le=200, description="1 to 200 (200 by default).")
