@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from agents import actions, events, policy, reminders, versions
+from agents import actions, events, policy, presentation, reminders, versions
 from agents.actions import find_agent, suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import agent_tools
@@ -619,6 +619,7 @@ class Run(Hooks):
                     tool_name=call.tool.name,
                     tool_input=call.input,
                     tool_schema=call.tool.input_schema,
+                    presentation=presentation.snapshot(call.tool),
                     kind=call.tool.kind,
                     prompt=call.preceding_text,
                     timeout=timeout,
