@@ -196,15 +196,23 @@ def _left(payload: dict[str, Any]) -> str:
     return duration(seconds) if seconds else "no time"
 
 
+def decider(s: Suspension) -> str:
+    """Who decided, as a reader knows them: the full name, else the username (the policy, or a
+    deleted user, leaves only the recorded name)."""
+    user = s.decided_by
+    return (user.get_full_name() if user else "") or s.decided_by_name
+
+
 @staff_only
 def audit_page(request: HttpRequest) -> HttpResponse:
     form = AuditFilterForm(request.GET)
-    paginator = Paginator(filtered(form), PAGE_SIZE)
+    paginator = Paginator(filtered(form).select_related("decided_by"), PAGE_SIZE)
     page = paginator.get_page(request.GET.get("page"))
     steps = timelines(list(page.object_list))
     rows = [
         {
             "s": s,
+            "decider": decider(s),
             "timeline": steps.get(s.pk, []),
             "diff": arg_diff(s.tool_input, s.modified_args),
             "arguments": json.dumps(s.tool_input, indent=2, ensure_ascii=False),

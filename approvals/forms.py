@@ -38,13 +38,37 @@ class AuditFilterForm(forms.Form):
     until = forms.DateField(
         required=False, label="To", widget=forms.DateInput(attrs={"type": "date"})
     )
-    agent = forms.CharField(required=False, max_length=100)
-    tool = forms.CharField(required=False, max_length=100)
-    reviewer = forms.CharField(required=False, max_length=150)
+    agent = forms.ChoiceField(required=False)
+    tool = forms.ChoiceField(required=False)
+    reviewer = forms.ChoiceField(required=False)
     outcome = forms.ChoiceField(required=False)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
+        from django.contrib.auth import get_user_model
+
         from agents.models import Suspension
 
         super().__init__(*args, **kwargs)
+        # The values the trail holds, so each filter offers only what can match.
+        rows = Suspension.objects.order_by()
+
+        def held(column: str) -> list[str]:
+            return list(
+                rows.exclude(**{column: ""})
+                .values_list(column, flat=True)
+                .distinct()
+                .order_by(column)
+            )
+
+        self.fields["agent"].choices = [("", "Any agent"), *((a, a) for a in held("agent_name"))]
+        self.fields["tool"].choices = [("", "Any tool"), *((t, t) for t in held("tool_name"))]
+        names = held("decided_by_name")
+        full = {
+            u.username: u.get_full_name()
+            for u in get_user_model().objects.filter(username__in=names)
+        }
+        self.fields["reviewer"].choices = [
+            ("", "Anyone"),
+            *((n, f"{full[n]} ({n})" if full.get(n) else n) for n in names),
+        ]
         self.fields["outcome"].choices = [("", "Any outcome"), *Suspension.Status.choices]

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max
+from django.db.models import Count, F, Max
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
@@ -20,9 +20,22 @@ from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
 from approvals.http import error, parse_uuid
 
-# The inbox's first page: oldest first, served by suspension_pending_idx.
+# The inbox's first page.
 INBOX_LIMIT = 100
 INBOX_FILTERS = (("agent", "agent_name"), ("tool", "tool_name"), ("kind", "kind"))
+# The inbox's orders (static/js/inbox.js places a card that arrives live by the same keys):
+# most urgent first, the earliest deadline first (served by suspension_overdue_idx), those
+# without a deadline last, then oldest first; or by age alone (suspension_pending_idx).
+INBOX_ORDERS = {
+    "urgent": (F("expires_at").asc(nulls_last=True), "created_at", "id"),
+    "oldest": ("created_at", "id"),
+    "newest": ("-created_at", "-id"),
+}
+INBOX_ORDER_LABELS = {
+    "urgent": "Most urgent first",
+    "oldest": "Oldest first",
+    "newest": "Newest first",
+}
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -106,6 +119,33 @@ def me(viewer: policy.Viewer) -> dict[str, Any]:
     }
 
 
+def inbox_order(request: HttpRequest) -> str:
+    """The order the reader chose (`?order=`), remembered in their session; urgent by default."""
+    chosen = request.GET.get("order")
+    if chosen in INBOX_ORDERS:
+        if request.session.get("inbox_order") != chosen:
+            request.session["inbox_order"] = chosen
+        return chosen
+    remembered = request.session.get("inbox_order")
+    return remembered if remembered in INBOX_ORDERS else "urgent"
+
+
+def pending_counts() -> dict[str, dict[str, int]]:
+    """How many requests wait, per agent and per tool (one grouped query over the pending)."""
+    agents: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    pairs = (
+        Suspension.objects.filter(status=Suspension.Status.PENDING)
+        .values_list("agent_name", "tool_name")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for agent, tool, n in pairs:
+        agents[agent] += n
+        tools[tool] += n
+    return {"agents": dict(agents), "tools": dict(tools)}
+
+
 @login_required
 def inbox(request: HttpRequest) -> HttpResponse:
     _require(request, "agents.view_suspension")
@@ -119,7 +159,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
         if value:
             rows = rows.filter(**{column: value})
             filters[key] = value
-    page = list(rows.order_by("created_at", "id")[:INBOX_LIMIT])
+    order = inbox_order(request)
+    page = list(rows.order_by(*INBOX_ORDERS[order])[:INBOX_LIMIT])
     count = len(page) if len(page) < INBOX_LIMIT else rows.count()
     replies = waiting_replies(filters)
     viewer = policy.Viewer.of(request.user)
@@ -127,6 +168,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     sizes = Counter(c["group"] for c in cards)
     for c in cards:
         c["group_size"] = sizes[c["group"]]
+    counts = pending_counts()
+    agents = sorted(
+        set(AgentDefinition.objects.values_list("name", flat=True)) | counts["agents"].keys()
+    )
+    tools = sorted(set(tool_registry.tools) | counts["tools"].keys())
     return render(
         request,
         "approvals/inbox.html",
@@ -137,8 +183,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "count": count + len(replies),
             "more": count - len(cards),
             "filters": filters,
-            "agents": list(AgentDefinition.objects.values_list("name", flat=True)),
-            "tools": sorted(tool_registry.tools),
+            "active_filters": len(filters),
+            "order": order,
+            "orders": INBOX_ORDER_LABELS,
+            "agents": [(a, counts["agents"].get(a, 0)) for a in agents],
+            "tools": [(t, counts["tools"].get(t, 0)) for t in tools],
             "kinds": Suspension.Kind.values,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "nav": "inbox",
@@ -146,6 +195,10 @@ def inbox(request: HttpRequest) -> HttpResponse:
                 "cursor": cursor,
                 "rendered": rendered,
                 "filters": filters,
+                "order": order,
+                "counts": counts,
+                # The sort keys of the cards drawn (static/js/inbox.js places live ones by them).
+                "created": {c["id"]: c["created_at"] for c in cards},
                 "schemas": {c["id"]: c["schema"] for c in cards},
                 "me": me(viewer),
             },
@@ -334,6 +387,11 @@ def transcript_entry(e: Event) -> dict[str, Any]:
         "suspension": str(e.suspension_id) if e.suspension_id else None,
         "lane": lane if isinstance(lane, int) else None,
         "instance": instance if isinstance(instance, int) else None,
+        # A card in the main transcript comes right after the agent's message that its prompt
+        # repeats (a card of an instance does not: that message is folded in the instance's
+        # chat); static/js/thread.js marks live cards the same way.
+        "said_above": e.type == Event.Type.AGENT_SUSPENDED
+        and not isinstance(e.payload.get("lane"), int),
         **describe(e.type, e.payload, e.actor_name or None),
     }
 
@@ -388,9 +446,17 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
     # read a moment apart: the client skips events the page already shows, so the page must
     # show exactly their effect (static/js/thread.js applies the later ones the same way).
     status, frames = thread_state(rows, thread)
-    events = [transcript_entry(e) for e in rows if e.type not in HIDDEN]
     viewer = policy.Viewer.of(request.user)
     suspensions = {str(s.id): card(s, viewer) for s in thread.suspensions.all()}
+    # A call that waits for a person is shown by its card: its TOOL_CALLED line would only
+    # repeat the arguments (static/js/thread.js drops it live when the card comes).
+    on_cards = {c["tool_use_id"] for c in suspensions.values()}
+    events = [
+        transcript_entry(e)
+        for e in rows
+        if e.type not in HIDDEN
+        and not (e.type == Event.Type.TOOL_CALLED and e.payload.get("tool_use_id") in on_cards)
+    ]
     for entry in events:
         if entry["type"] == Event.Type.AGENT_SUSPENDED:
             entry["card"] = suspensions.get(entry["suspension"])
@@ -409,6 +475,7 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
             "live": {
                 "cursor": cursor,
                 "thread": str(thread.id),
+                "on_cards": sorted(on_cards),
                 "schemas": {k: v["schema"] for k, v in suspensions.items()},
                 "instances": thread_instances(thread),
                 "usage": thread_usage(thread),

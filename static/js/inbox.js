@@ -1,4 +1,6 @@
-/* The inbox: pending suspensions, oldest first; new ones appear and decided ones change live. */
+/* The inbox: pending suspensions in the reader's order (most urgent first by default); new ones
+   take their place as they arrive, decided ones leave with a one-line notice saying who decided
+   (a decision is final: the notice offers no undo), and the counts per agent and tool follow. */
 (function () {
   "use strict";
 
@@ -11,6 +13,11 @@
   var replies = document.getElementById("replies");
   var replyTemplate = document.getElementById("reply-template");
   var fill = window.GatewayText.fill;
+  var order = live.data.order || "urgent";
+  var created = live.data.created || {};  // suspension id -> when it was raised (ISO 8601)
+  var counts = live.data.counts || { agents: {}, tools: {} };
+  // A decided card's notice stays this long, and while it has the focus or the pointer.
+  var NOTICE_MS = 30000;
   // Pending items beyond the rendered page still count in the title.
   var unseen = Number(counter.textContent) - list.querySelectorAll(".card[data-status=pending]").length;
 
@@ -22,7 +29,8 @@
     });
     list.querySelectorAll(".card").forEach(function (c) {
       var n = sizes[c.dataset.group];
-      c.querySelector(".group-size").textContent = n > 1 ? " · " + n + " calls" : "";
+      var size = c.querySelector(".group-size");
+      if (size) size.textContent = n > 1 ? " · " + n + " calls" : "";
     });
   }
 
@@ -33,7 +41,7 @@
     counter.textContent = String(n);
     document.title = "(" + n + ") Inbox · Approval gateway";
     replies.hidden = waiting === 0;
-    empty.hidden = list.children.length > 0 || waiting > 0;
+    empty.hidden = Boolean(list.querySelector(":scope > .card")) || waiting > 0;
   }
 
   /* Threads waiting for a reply: a card per thread, from INPUT_REQUIRED until it is answered,
@@ -64,6 +72,105 @@
     wireReply(card);
     return card;
   }
+
+  /* Where a card goes: approvals.views.INBOX_ORDERS, by its deadline (none: last) and age. */
+  function sortKey(card) {
+    var expires = card.dataset.expires ? Date.parse(card.dataset.expires) : NaN;
+    return {
+      expires: isNaN(expires) ? Infinity : expires,
+      created: Date.parse(created[card.dataset.id] || "") || 0,
+    };
+  }
+
+  function goesBefore(a, b) {
+    if (order === "newest") return a.created > b.created;
+    if (order === "urgent" && a.expires !== b.expires) return a.expires < b.expires;
+    return a.created < b.created;
+  }
+
+  function place(card) {
+    var key = sortKey(card);
+    var next = null;
+    var others = list.querySelectorAll(":scope > .card");
+    for (var i = 0; i < others.length && next === null; i += 1) {
+      if (goesBefore(key, sortKey(others[i]))) next = others[i];
+    }
+    list.insertBefore(card, next);
+  }
+
+  /* A decided card leaves the list; a line in its place says what it was and who decided. */
+  function leave(card) {
+    var gone = document.createElement("p");
+    gone.className = "gone";
+    gone.id = "gone-" + card.dataset.id;
+    gone.setAttribute("role", "status");
+    gone.tabIndex = -1;
+    var what = document.createElement("span");
+    what.className = "what";
+    fill(what, (card.dataset.tool || "") + " · " + (card.dataset.agent || ""));
+    var outcome = document.createElement("span");
+    outcome.className = "outcome";
+    // cards.js wrote the outcome as text nodes and control markers: copied as they are.
+    card.querySelector(".outcome").childNodes.forEach(function (node) {
+      outcome.appendChild(node.cloneNode(true));
+    });
+    var link = document.createElement("a");
+    link.className = "thread-link";
+    link.href = "/threads/" + encodeURIComponent(card.dataset.thread) + "/";
+    link.textContent = "Open thread";
+    gone.append(what, " ", outcome, " ", link);
+    var focused = card.contains(document.activeElement);
+    list.replaceChild(gone, card);
+    if (focused) gone.focus();
+    function fade() {
+      if (gone.matches(":hover") || gone.contains(document.activeElement)) {
+        setTimeout(fade, NOTICE_MS / 3);
+        return;
+      }
+      gone.remove();
+      recount();
+    }
+    setTimeout(fade, NOTICE_MS);
+  }
+
+  /* The counts in the filters' options: every pending request, whatever the filters. */
+  function showCounts() {
+    [["agent", counts.agents], ["tool", counts.tools]].forEach(function (pair) {
+      var select = document.querySelector("#filters select[name=" + pair[0] + "]");
+      if (!select) return;
+      Object.keys(pair[1]).forEach(function (name) {
+        var option = Array.prototype.find.call(select.options, function (o) { return o.value === name; });
+        if (!option) {
+          option = document.createElement("option");
+          option.value = name;
+          select.appendChild(option);
+        }
+        option.dataset.count = String(pair[1][name]);
+        option.textContent = name + " (" + pair[1][name] + ")";
+      });
+    });
+  }
+
+  function count(p, by) {
+    if (!p) return;
+    [[counts.agents, p.agent], [counts.tools, p.tool]].forEach(function (pair) {
+      if (typeof pair[1] !== "string") return;
+      pair[0][pair[1]] = Math.max(0, (pair[0][pair[1]] || 0) + by);
+    });
+    showCounts();
+  }
+
+  var ENDS = ["SUSPENSION_DECIDED", "SUSPENSION_TIMEOUT", "SUSPENSION_CANCELLED"];
+
+  /* Sort and filter: one button opens them on a phone (on a desktop they are always shown). */
+  var toggle = document.getElementById("filter-toggle");
+  var filterForm = document.getElementById("filters");
+  toggle.addEventListener("click", function () {
+    var open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    filterForm.classList.toggle("open", open);
+    if (open) filterForm.querySelector("select").focus();
+  });
 
   function wanted(s) {
     return (!filters.agent || filters.agent === s.agent) &&
@@ -119,25 +226,41 @@
     }
   }
 
+  var applying = null;  // the event cards.js is applying, while it applies it
+
   live.on(function (message) {
     var card;
     followReplies(message);
+    var fresh = message.id > rendered;  // the counts the page was drawn with include the others
     if (message.type === "AGENT_SUSPENDED") {
       var s = message.payload;
+      if (fresh) count(s, 1);
       if (!s || cards.byId(s.id) || !wanted(s)) return;
       card = cards.build(s, message.truncated);
-      if (message.id <= rendered) card.dataset.replayed = "true";
-      list.appendChild(card);
+      if (!fresh) card.dataset.replayed = "true";
+      created[s.id] = s.created_at || message.created_at;
+      place(card);
     } else {
-      cards.applyEvent(message);
-      card = message.suspension && cards.byId(message.suspension);
-      if (card && card.dataset.replayed && message.id <= rendered && card.dataset.status !== "pending") {
-        card.remove();
+      if (fresh && ENDS.indexOf(message.type) !== -1) count(message.payload, -1);
+      applying = message;
+      try {
+        cards.applyEvent(message);
+      } finally {
+        applying = null;
       }
     }
     recount();
   });
-  document.addEventListener("gateway:decided", recount);
+  document.addEventListener("gateway:decided", function (event) {
+    var card = event.target;
+    if (card.parentNode === list) {
+      // Raised and decided before the page was drawn: it never belonged in this inbox.
+      if (card.dataset.replayed && applying && applying.id <= rendered) card.remove();
+      else leave(card);
+    }
+    recount();
+  });
+  showCounts();
   recount();
   live.start();
 })();

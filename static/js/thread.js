@@ -149,6 +149,20 @@
 
   /* Mirrors approvals.views.HIDDEN: events another line already says. */
   var HIDDEN = ["INPUT_REQUIRED", "INPUT_PROVIDED"];
+  /* Tool calls shown by their card (approvals.views.thread_page): no line of their own. */
+  var onCards = {};
+  (live.data.on_cards || []).forEach(function (id) { onCards[id] = true; });
+
+  function shownByCard(message) {
+    var p = message.payload || {};
+    if (message.type === "AGENT_SUSPENDED" && p.tool_use_id) {
+      onCards[p.tool_use_id] = true;
+      transcript.querySelectorAll("li[data-tool-use]").forEach(function (li) {
+        if (li.dataset.toolUse === p.tool_use_id) li.remove();
+      });
+    }
+    return message.type === "TOOL_CALLED" && Boolean(onCards[p.tool_use_id]);
+  }
 
   /* The server writes times in UTC; the reader sees their own clock, for old and new lines. */
   function localTime(time) {
@@ -166,10 +180,13 @@
     if (message.type === "INSTANCE_STARTED" && typeof p.frame_id === "number") {
       li.dataset.instance = String(p.frame_id);
     }
+    if (message.type === "TOOL_CALLED" && p.tool_use_id) li.dataset.toolUse = p.tool_use_id;
     var time = li.querySelector("time");
     time.dateTime = message.created_at;
     localTime(time);
     if (message.type === "AGENT_SUSPENDED" && !cards.byId(message.payload.id)) {
+      // Its prompt is the agent's message just above (approvals.views.transcript_entry).
+      if (typeof p.lane !== "number") li.classList.add("said-above");
       li.appendChild(cards.build(message.payload, message.truncated));
       return li;
     }
@@ -499,7 +516,7 @@
     if (REREAD.indexOf(message.type) !== -1) reread();
     // Events the server already rendered come again when the page's cursor lagged behind.
     if (transcript.querySelector('[data-event="' + message.id + '"]')) return;
-    if (HIDDEN.indexOf(message.type) !== -1) return;
+    if (HIDDEN.indexOf(message.type) !== -1 || shownByCard(message)) return;
     place(entry(message));
     follow(message);
     var inLane = message.payload && message.payload.lane !== null && message.payload.lane !== undefined;

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -83,6 +84,33 @@ class AuditTestCase:
         assert '<span class="reviewer">alice</span>' in item
         for step in ("Raised", "Decided", "Resumed", "Tool error"):
             assert f"<strong>{step}</strong>" in item, step
+
+    def test_it_names_the_reviewer_once_readably_and_times_carry_their_zone(self) -> None:
+        bob = self.users["teammate"]
+        bob.first_name, bob.last_name = "Bob", "Stone"
+        bob.save()
+        html = self.staff.get("/audit/").content.decode()
+        item = html[html.index(f'id="a-{self.approved.id}"') :]
+        item = item[: item.index("</li>\n")]
+        assert ' · decided by <span class="reviewer">Bob Stone</span>' in item
+        raised = self.approved.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        assert f'data-local="date">{raised} UTC</time>' in item
+        assert re.search(r'data-local="time">\d\d:\d\d:\d\d UTC</time> <strong>Decided', item)
+
+    def test_its_filters_offer_what_the_trail_holds(self) -> None:
+        html = self.staff.get("/audit/").content.decode()
+        for name, options in {
+            "agent": ["", "mailer", "payer"],
+            "tool": ["", "send_email", "transfer_funds"],
+            "reviewer": ["", "alice", "bob"],
+        }.items():
+            select = html[html.index(f'<select name="{name}"') :]
+            select = select[: select.index("</select>")]
+            assert re.findall(r'<option value="([^"]*)"', select) == options, name
+        assert '<input type="date" name="since"' in html
+        # A value the trail does not hold is refused, not applied as a filter that finds nothing.
+        html = self.staff.get("/audit/?agent=nobody").content.decode()
+        assert "Select a valid choice" in html and f'id="a-{self.approved.id}"' in html
 
     def test_an_edit_is_shown_as_a_diff_of_the_arguments(self) -> None:
         html = self.staff.get("/audit/").content.decode()

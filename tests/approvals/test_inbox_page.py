@@ -2,10 +2,12 @@
 
 import json
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from agents import actions
 from agents.engine import Engine
@@ -104,10 +106,60 @@ class InboxPageTestCase:
         decided = run_until_paused("payer", self.users["reviewer"])
         s = Suspension.objects.get(thread=decided)
         actions.decide(s, self.users["teammate"], {"approved": False, "reason": "no"})
-        html = self.client.get("/").content.decode()
+        html = self.client.get("/?order=oldest").content.decode()
         ids = re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)
         assert ids == [str(Suspension.objects.get(thread=t).id) for t in (first, second)]
         assert "<title>(2) Inbox" in html
+
+    def card_ids(self, query: str = "") -> list[str]:
+        html = self.client.get(f"/{query}").content.decode()
+        return re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)
+
+    def test_the_earliest_deadline_comes_first_then_the_oldest(self) -> None:
+        threads = [run_until_paused("payer", self.users["reviewer"]) for _ in range(4)]
+        old, soon, later, none = (Suspension.objects.get(thread=t) for t in threads)
+        now = timezone.now()
+        Suspension.objects.filter(pk=old.pk).update(expires_at=now + timedelta(hours=2))
+        Suspension.objects.filter(pk=soon.pk).update(expires_at=now + timedelta(minutes=5))
+        Suspension.objects.filter(pk=later.pk).update(expires_at=now + timedelta(hours=2))
+        Suspension.objects.filter(pk=none.pk).update(expires_at=None)
+        # Same deadline: the older first; no deadline: last.
+        assert self.card_ids() == [str(s.id) for s in (soon, old, later, none)]
+        assert self.card_ids("?order=newest") == [str(s.id) for s in (none, later, soon, old)]
+
+    def test_the_chosen_order_is_remembered(self) -> None:
+        threads = [run_until_paused("payer", self.users["reviewer"]) for _ in range(2)]
+        first, second = (Suspension.objects.get(thread=t) for t in threads)
+        Suspension.objects.filter(pk=second.pk).update(expires_at=timezone.now())
+        assert self.card_ids() == [str(second.id), str(first.id)]
+        assert self.card_ids("?order=oldest") == [str(first.id), str(second.id)]
+        html = self.client.get("/").content.decode()
+        assert '<option value="oldest" selected>Oldest first</option>' in html
+        assert live_data(html)["order"] == "oldest"
+        assert self.card_ids() == [str(first.id), str(second.id)]
+        # Another reviewer's session keeps its own.
+        other = Client()
+        other.force_login(self.users["teammate"])
+        html = other.get("/").content.decode()
+        assert re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)[0] == str(second.id)
+        # Nonsense is ignored, not remembered.
+        assert self.card_ids("?order=sideways") == [str(first.id), str(second.id)]
+
+    def test_it_counts_what_waits_per_agent_and_per_tool_whatever_the_filters(self) -> None:
+        run_until_paused("payer", self.users["reviewer"])
+        run_until_paused("payer", self.users["reviewer"])
+        run_until_paused("pair", self.users["reviewer"])
+        run_until_paused("asker", self.users["reviewer"])
+        html = self.client.get("/?agent=asker").content.decode()
+        assert live_data(html)["counts"] == {
+            "agents": {"payer": 2, "pair": 2, "asker": 1},
+            "tools": {"transfer_funds": 2, "send_email": 2, "ask_user": 1},
+        }
+        assert '<option value="payer" data-count="2">payer (2)</option>' in html
+        assert '<option value="asker" data-count="1" selected>asker (1)</option>' in html
+        assert '<option value="send_email" data-count="2">send_email (2)</option>' in html
+        assert '<option value="delete_records" data-count="0">delete_records (0)</option>' in html
+        assert "Sort and filter" in html and " · 1 on" in html
 
     def test_it_filters_by_agent_tool_and_kind(self) -> None:
         run_until_paused("payer", self.users["reviewer"])

@@ -90,7 +90,13 @@ class ThreadPageTestCase:
         assert "&lt;img src=x onerror=alert(1)&gt; Paying." in html
         assert "<img src=x" not in html
         for e in Event.objects.filter(thread=thread):
-            assert f'data-event="{e.id}"' in html
+            # The call waiting for a decision is shown once, by its card.
+            shown_by_card = e.type == "TOOL_CALLED" and e.payload["tool_use_id"] == s.tool_use_id
+            assert (f'data-event="{e.id}"' in html) != shown_by_card, e.type
+        # The agent's message is the line above the card: the card does not say it again
+        # (app.css hides the prompt of a card marked said-above).
+        raised = Event.objects.get(suspension=s, type="AGENT_SUSPENDED")
+        assert f'class="entry tone-decision said-above" data-event="{raised.id}"' in html
 
     def test_status_and_stack_are_those_of_the_events_the_page_shows(self) -> None:
         # The client skips events the page already shows, so a status read from the thread row
@@ -113,7 +119,7 @@ class ThreadPageTestCase:
         assert "Transferred 5" in html
         assert "All done." in html
         assert '<ol id="stack"></ol>' in html
-        assert 'id="cancel" class="danger" hidden' in html
+        assert 'id="cancel" class="quiet-danger" hidden' in html
 
     def test_the_message_box_shows_only_while_the_thread_waits_for_input(self) -> None:
         thread = start("chatty", self.users["reviewer"])
