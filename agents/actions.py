@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from agents import events, policy
+from agents import events, policy, presentation
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
@@ -90,6 +90,12 @@ def suspension_payload(s: Suspension) -> dict[str, Any]:
         "agent_version": s.agent_version,
         # Who may decide and how far a quorum has come (agents.policy).
         "policy": policy.payload(s),
+        # What the card says about the call (agents.presentation).
+        "presentation": presentation.payload(s),
+        # Dismissed from the inbox without a decision (ignore): by whom and when.
+        "ignored": {"by": s.ignored_by_name or None, "at": s.ignored_at.isoformat()}
+        if s.ignored_at
+        else None,
     }
 
 
@@ -375,10 +381,12 @@ Refused = policy.Refused
 
 def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
     """Is `decision` what was recorded? Repeating it is harmless; anything else conflicts."""
-    if s.status not in (S.APPROVED, S.REJECTED):
+    if decision.get("ignore") or s.status not in (S.APPROVED, S.REJECTED, S.RESPONDED):
         return False
-    if s.kind == Suspension.Kind.INPUT and "response" in decision:
-        return s.status == S.APPROVED and s.response == decision["response"]
+    if "response" in decision:
+        return s.status in (S.APPROVED, S.RESPONDED) and s.response == decision["response"]
+    if s.status == S.RESPONDED:
+        return False
     return (
         s.approved == decision.get("approved")
         and (s.reason or "") == (decision.get("reason") or "")
@@ -389,14 +397,18 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
 def decide(
     suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
 ) -> Decided:
-    """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}.
+    """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
+    (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
+    response: the tool does not run and the model gets the text as its result).
 
     The policy the suspension was made under is checked here, for every path that decides
     (agents.policy.check), with the thread's and the suspension's rows locked: raises
     Refused, changing nothing. Under a quorum an approval is a vote (a Vote row and
     SUSPENSION_VOTED) until the last one needed, which decides."""
     now = now or timezone.now()
-    if "response" in decision:
+    if "response" in decision and suspension.kind != Suspension.Kind.INPUT:
+        fields = {"status": S.RESPONDED, "approved": None, "response": decision["response"]}
+    elif "response" in decision:
         fields = {"status": S.APPROVED, "approved": True, "response": decision["response"]}
     else:
         fields = {
@@ -464,6 +476,48 @@ def decide(
         )
         _resume_if_group_done(current, now)
     return Decided(current, created=True)
+
+
+def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> Decided:
+    """Dismiss a pending suspension from the inbox without deciding it: it stays pending and
+    its deadline still applies (its on_timeout decides it then, unless someone does first).
+
+    Who may decide it may dismiss it, if its policy allows (agents.policy.check, under the
+    same locks as decide); SUSPENSION_IGNORED records who and when. `created` is False when
+    it was already dismissed, or is no longer pending (the caller answers with its outcome):
+    a deadline already passed is applied first, as decide does."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
+        locked = Suspension.objects.select_for_update().get(pk=suspension.pk)
+        if locked.status == S.PENDING and locked.expires_at and locked.expires_at <= now:
+            _time_out(locked, now)
+            locked.refresh_from_db()
+        if locked.status != S.PENDING or locked.ignored_at is not None:
+            return Decided(locked, created=False)
+        policy.check(locked, user, {"ignore": True}, thread.created_by_id if thread else None)
+        name = getattr(user, "username", "")
+        won = Suspension.objects.filter(
+            pk=locked.pk, status=S.PENDING, ignored_at__isnull=True
+        ).update(ignored_at=now, ignored_by=user, ignored_by_name=name)
+        if not won:
+            return Decided(Suspension.objects.get(pk=locked.pk), created=False)
+        locked.ignored_at, locked.ignored_by, locked.ignored_by_name = now, user, name
+        events.record(
+            Event.Type.SUSPENSION_IGNORED,
+            thread_id=locked.thread_id,
+            suspension_id=locked.pk,
+            actor=user,
+            payload={
+                "tool": locked.tool_name,
+                "agent": locked.agent_name,
+                "by": name or None,
+                "at": now.isoformat(),
+                "expires_at": _iso(locked.expires_at),
+                "on_timeout": locked.on_timeout,
+            },
+        )
+    return Decided(locked, created=True)
 
 
 def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> dict[str, Any]:

@@ -261,6 +261,9 @@ class Suspension(models.Model):
         REJECTED = "rejected"
         TIMED_OUT = "timed_out"
         CANCELLED = "cancelled"
+        # A reviewer answered the agent instead of deciding: the tool did not run, and the
+        # model got the answer as the call's result (agents.runtime.loop.decision_result).
+        RESPONDED = "responded"
 
     class OnTimeout(models.TextChoices):
         REJECT = "reject"
@@ -316,6 +319,17 @@ class Suspension(models.Model):
     # The policy in force when the suspension was made (agents.policy), kept with it so a
     # reload of the agent file does not change who may decide a request already shown.
     policy = models.JSONField(default=dict, blank=True)
+    # How the card explains the call, as the tool (with the agent's tool_overrides) declared it
+    # when the call was made (agents.presentation): its description, summary template, what
+    # approving does, and the reasons offered for a rejection.
+    presentation = models.JSONField(default=dict, blank=True)
+    # A reviewer dismissed it from the inbox without deciding (agents.actions.ignore): it stays
+    # pending, and its deadline still applies.
+    ignored_at = models.DateTimeField(null=True, blank=True)
+    ignored_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    ignored_by_name = models.CharField(max_length=150, blank=True)
     # What the reviewer is shown, to bind a decision to it: the SHA-256 of the arguments
     # (canonical JSON), the agent version, and the SHA-256 of the tool's definition.
     args_hash = models.CharField(max_length=64, blank=True)
@@ -420,6 +434,7 @@ class Event(models.Model):
         SUSPENSION_ESCALATED = "SUSPENSION_ESCALATED"
         SUSPENSION_EXTENDED = "SUSPENSION_EXTENDED"
         SUSPENSION_VOTED = "SUSPENSION_VOTED"
+        SUSPENSION_IGNORED = "SUSPENSION_IGNORED"
         TOKEN_CREATED = "TOKEN_CREATED"
         TOKEN_REVOKED = "TOKEN_REVOKED"
         AGENT_VERSION_CREATED = "AGENT_VERSION_CREATED"

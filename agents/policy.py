@@ -14,6 +14,12 @@ A policy is a mapping with any of these keys:
   `arg` is a name, or a dotted path into nested objects (`payee.country`); `op` is one of
   OPS. Ordering compares numbers only; a condition on an argument that is missing, or of the
   wrong type, does not hold. There is no expression language: nothing is evaluated.
+- `allow_accept`, `allow_edit`, `allow_respond`, `allow_ignore`: which decisions a reviewer may
+  take besides rejecting (which is always allowed: saying no is always safe), like Agent
+  Inbox's flags: approve as asked, approve edited arguments, answer the agent instead of
+  deciding (the model gets the answer as the call's result), dismiss from the inbox without
+  deciding (the deadline still applies). By default all but respond are allowed. A question
+  (an input tool) is always answered in text, whatever allow_respond says.
 
 The policy in force is built in layers, each key replacing the one below: the defaults, the
 tool's own (agents.runtime.tools.Tool.policy), the agent's (AgentDefinition.policy), and the
@@ -27,7 +33,8 @@ from typing import Any
 
 from agents.hashing import canonical_hash
 
-KEYS = ("groups", "four_eyes", "quorum", "auto_approve", "auto_reject")
+ALLOW = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
+KEYS = ("groups", "four_eyes", "quorum", "auto_approve", "auto_reject", *ALLOW)
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in")
 ORDERING = ("<", "<=", ">", ">=")
 DECIDE_PERMISSION = "agents.decide_suspension"
@@ -40,6 +47,10 @@ DEFAULTS: dict[str, Any] = {
     "quorum": 1,
     "auto_approve": [],
     "auto_reject": [],
+    "allow_accept": True,
+    "allow_edit": True,
+    "allow_respond": False,
+    "allow_ignore": True,
 }
 
 
@@ -111,10 +122,11 @@ def check_keys(policy: Any, where: str) -> dict[str, Any]:
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
             raise PolicyError(f"{where}.groups: a list of group names")
         found["groups"] = list(dict.fromkeys(groups))
-    if "four_eyes" in policy:
-        if not isinstance(policy["four_eyes"], bool):
-            raise PolicyError(f"{where}.four_eyes: true or false")
-        found["four_eyes"] = policy["four_eyes"]
+    for key in ("four_eyes", *ALLOW):
+        if key in policy:
+            if not isinstance(policy[key], bool):
+                raise PolicyError(f"{where}.{key}: true or false")
+            found[key] = policy[key]
     if "quorum" in policy:
         q = policy["quorum"]
         if isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= MAX_QUORUM:
@@ -339,14 +351,55 @@ def why_not(
     return None
 
 
+def decision_kind(s: Any, decision: dict[str, Any]) -> str:
+    """What a decision does: accept, edit, reject, respond (to a confirmation), answer (a
+    question) or ignore. Arguments "edited" to what the agent asked are an accept."""
+    if decision.get("ignore"):
+        return "ignore"
+    if "response" in decision:
+        return "answer" if s.kind == "input" else "respond"
+    if not decision.get("approved"):
+        return "reject"
+    edited = decision.get("modifiedArgs")
+    if edited is not None and canonical_hash(edited) != canonical_hash(s.tool_input):
+        return "edit"
+    return "accept"
+
+
+# Each decision kind a policy may forbid, by its flag, and how a refusal says so.
+FORBIDDEN = {
+    "accept": ("allow_accept", "approve it as asked; edit, answer or reject it"),
+    "edit": ("allow_edit", "edit its arguments; approve or reject it as asked"),
+    "respond": ("allow_respond", "answer the agent instead of deciding; approve or reject it"),
+    "ignore": ("allow_ignore", "dismiss it without deciding; decide it before its deadline"),
+}
+
+
+def allowed(s: Any) -> dict[str, bool]:
+    """Which decisions the request takes besides a rejection (the card offers these)."""
+    policy = of(s)
+    return {key.removeprefix("allow_"): bool(policy[key]) for key in ALLOW}
+
+
+def check_allowed(s: Any, decision: dict[str, Any]) -> None:
+    """Refuse a kind of decision the request's policy does not allow."""
+    kind = decision_kind(s, decision)
+    if kind in FORBIDDEN:
+        key, what = FORBIDDEN[kind]
+        if not of(s)[key]:
+            raise Refused("not_allowed", f"{s.tool_name} does not let a reviewer {what}.")
+
+
 def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: Any) -> None:
     """May `user` take `decision` on `s`? Raises Refused with the reason. Edited arguments
     are checked again: the auto_reject rules apply to them."""
     viewer = Viewer.of(user)
     refused = why_not(s, viewer, started_by_id)
     if refused is not None:
-        if refused[0] == "already_voted" and not decision.get("approved", True):
-            refused = None  # a reviewer who approved may still reject
+        if refused[0] == "already_voted" and (
+            not decision.get("approved", True) or decision.get("ignore")
+        ):
+            refused = None  # a reviewer who approved may still reject, or dismiss it
         elif (
             refused[0] == "already_voted"
             and decision.get("modifiedArgs") is not None
@@ -355,6 +408,7 @@ def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: Any) -> No
             refused = None  # an edit is a new proposal, which they have not approved
     if refused is not None:
         raise Refused(*refused)
+    check_allowed(s, decision)
     edited = decision.get("modifiedArgs")
     if decision.get("approved") and edited is not None:
         for i, rule in enumerate(of(s)["auto_reject"]):
@@ -380,6 +434,7 @@ def payload(s: Any) -> dict[str, Any]:
         "approved_by": approved_by,
         "edited_args": s.modified_args if s.status == "pending" else None,
         "auto": policy.get("auto"),
+        "allow": allowed(s),
     }
 
 

@@ -23,6 +23,7 @@ from approvals.http import (
     error,
     json_body,
     parse_uuid,
+    row_id,
     text_too_long,
     whole_number,
 )
@@ -603,15 +604,20 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
+    if "ignore" in data:
+        # Dismiss from the inbox without deciding (agents.actions.ignore).
+        unknown = set(data) - {"ignore"}
+        if unknown:
+            raise BadRequest("Unknown fields.", {k: "Unknown field." for k in unknown})
+        if data["ignore"] is not True:
+            raise BadRequest("Send ignore: true, alone.", {"ignore": "Send true."})
+        return {"ignore": True}
     if "response" in data:
+        # The answer to a question, or a reviewer's response to a confirmation whose policy
+        # allows it (agents.policy allow_respond, checked by agents.actions.decide).
         unknown = set(data) - {"response"}
         if unknown:
             raise BadRequest("Unknown fields.", {k: "Unknown field." for k in unknown})
-        if s.kind != Suspension.Kind.INPUT:
-            raise BadRequest(
-                "This suspension asks for a decision, not an answer.",
-                {"response": "Send approved (and reason or modifiedArgs) instead."},
-            )
         if not isinstance(data["response"], str) or not data["response"].strip():
             raise BadRequest("The answer is empty.", {"response": "Write an answer."})
         if too_long := text_too_long(data["response"], settings.MAX_MESSAGE_CHARS):
@@ -711,6 +717,8 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
             {"error": e.code, "detail": e.detail, "suspension": _with_version(s)}, status=409
         )
     try:
+        if decision.get("ignore"):
+            return _ignored(actions.ignore(s, request.user))
         decided = actions.decide(s, request.user, decision)
     except actions.Refused as e:
         # The policy the request was made under (agents.policy): who may not decide it, why.
@@ -726,6 +734,16 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     )
 
 
+def _ignored(done: actions.Decided) -> JsonResponse:
+    """An ignore: 202 when this call dismissed it, 200 when it already was; 409 with the
+    outcome when it was decided first (or its deadline passed)."""
+    s = done.suspension
+    if not s.pending:
+        return _outcome(s, 409)
+    body = {"suspension": suspension_payload(s), "outcome": None}
+    return JsonResponse(body, status=202 if done.created else 200)
+
+
 @operation(
     "GET",
     "The event log",
@@ -736,7 +754,7 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
 @api(["GET"], perm="agents.view_thread", scope=(Scope.READ, Scope.RUNS))
 def event_list(request: HttpRequest) -> JsonResponse:
     q = request.GET
-    after = whole_number(q.get("after", "0"))
+    after = row_id(q.get("after", "0"))
     if after is None:
         return error(400, "invalid", "Bad cursor.", {"after": "An event id (a whole number)."})
     try:

@@ -48,6 +48,17 @@ class Suspension(Answer):
     decision: Decision | None
     args_hash: str | None
     agent_version: int | None
+    policy: dict[str, Any] = Field(
+        description="Who may decide, a quorum's count, and `allow`: the decision kinds it "
+        "takes besides a rejection ({accept, edit, respond, ignore})."
+    )
+    presentation: dict[str, Any] = Field(
+        description="What the card says: the tool's description, the call's summary (and "
+        "edited_summary), what approving does, reject_reasons, asked_via."
+    )
+    ignored: dict[str, Any] | None = Field(
+        description="Dismissed from the inbox without a decision: {by, at}; null if not."
+    )
 
 
 class Frame(Answer):
@@ -139,13 +150,21 @@ class Seen(Body):
 
 
 class Resume(Body):
-    """resumeExecution: `approved` (with `reason`, or `modifiedArgs` to approve edited
-    arguments), or `response` to answer a question."""
+    """resumeExecution, one decision kind a call: approve `{"approved": true}`; edit
+    `{"approved": true, "modifiedArgs"}`; reject `{"approved": false, "reason"}`; respond
+    `{"response"}` (the answer to a question, or a reviewer's response to a confirmation: the
+    tool does not run and the agent gets the text as its result); ignore `{"ignore": true}`
+    (dismissed from the inbox without deciding; the deadline still applies). Which of accept,
+    edit, respond and ignore a request takes is in its `policy.allow`: another is refused
+    with 403 `forbidden_by_policy` (rule `not_allowed`)."""
 
     approved: bool | None = None
     reason: str | None = None
     modifiedArgs: dict[str, Any] | None = None
     response: str | None = None
+    ignore: Literal[True] | None = Field(
+        None, description="Dismiss from the inbox without deciding; alone."
+    )
     seen: Seen | None = Field(None, description="What the card showed: a change answers 409.")
     confirmVersionChange: bool | None = None
 
@@ -185,6 +204,8 @@ class EventPage(Answer):
 
 
 class EventQuery(Query):
-    after: int | None = Field(None, ge=0, description="Events after this id (0 by default).")
+    after: int | None = Field(
+        None, ge=0, le=2**63 - 1, description="Events after this id (0 by default)."
+    )
     thread: str | None = Field(None, description="A thread id (UUID).")
     limit: int | None = Field(None, ge=1, le=200, description="1 to 200 (200 by default).")

@@ -135,7 +135,7 @@ def pending_counts() -> dict[str, dict[str, int]]:
     agents: Counter[str] = Counter()
     tools: Counter[str] = Counter()
     pairs = (
-        Suspension.objects.filter(status=Suspension.Status.PENDING)
+        Suspension.objects.filter(status=Suspension.Status.PENDING, ignored_at__isnull=True)
         .values_list("agent_name", "tool_name")
         .annotate(n=Count("id"))
         .order_by()
@@ -152,7 +152,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
     # Both are read before the state, so the state holds at least what they cover.
     cursor = page_cursor()
     rendered = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
-    rows = Suspension.objects.filter(status=Suspension.Status.PENDING)
+    # Ignored ones stay pending until their deadline, off the inbox (agents.actions.ignore).
+    rows = Suspension.objects.filter(status=Suspension.Status.PENDING, ignored_at__isnull=True)
     filters = {}
     for key, column in INBOX_FILTERS:
         value = request.GET.get(key, "")

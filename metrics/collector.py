@@ -47,7 +47,7 @@ from webhooks.models import Attempt, Delivery
 S = Suspension.Status
 E = Event.Type
 KINDS = (Suspension.Kind.CONFIRMATION, Suspension.Kind.INPUT, MESSAGE)
-DECISIONS = (S.APPROVED, S.REJECTED, S.TIMED_OUT, S.CANCELLED)
+DECISIONS = (S.APPROVED, S.REJECTED, S.RESPONDED, S.TIMED_OUT, S.CANCELLED)
 # Seconds: a person answers within seconds to a day.
 RESPONSE_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400)
 # Seconds: a worker takes a decided request up within milliseconds, unless the queue is long.

@@ -44,6 +44,7 @@ E = Event.Type
 OUTCOMES = {
     S.APPROVED: "answered",
     S.REJECTED: "answered",
+    S.RESPONDED: "answered",
     S.TIMED_OUT: "timed_out",
     S.CANCELLED: "cancelled",
     S.PENDING: "pending",

@@ -40,7 +40,7 @@ class Frame:
 class Decision:
     """A person's (or the clock's) answer to a blocking call."""
 
-    status: str  # approved | rejected | timed_out | cancelled
+    status: str  # approved | rejected | timed_out | cancelled | responded
     approved: bool
     reason: str = ""
     modified_args: dict[str, Any] | None = None
@@ -119,6 +119,14 @@ def decision_result(
         )
     if decision.status == "cancelled":
         return (f"The run was cancelled by {who}; {tool.name} did not run.", True)
+    if decision.status == "responded":
+        # The reviewer answered instead of deciding: marked as their words, and as an error
+        # result, so the model does not take the call for done.
+        return (
+            f"Reviewer response from {who} ({tool.name} did not run; the reviewer answered "
+            f"instead of approving or rejecting it): {decision.response or ''}",
+            True,
+        )
     if not decision.approved:
         reason = decision.reason.strip() or "no reason given"
         return (f"Rejected by {who}: {reason}. {tool.name} did not run.", True)

@@ -74,6 +74,11 @@ class Tool:
     # Who may decide a blocking call, and how (agents.policy): the tool's own default, which
     # an agent's policy overrides key by key.
     policy: dict[str, Any] | None = None
+    # How a reviewer's card explains a call (agents.presentation): a summary template filled
+    # with the call's arguments ("Transfer {amount} {currency} to {to_account}") and the
+    # reasons offered for a rejection, beside free text.
+    summary: str | None = None
+    reject_reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -109,6 +114,13 @@ class Tool:
             Draft202012Validator.check_schema(self.input_schema)
         except SchemaError as e:
             raise ValueError(f"{self.name}: invalid input_schema: {e.message}") from e
+        from agents.presentation import check_reject_reasons, check_summary
+
+        check_summary(self.summary, self.input_schema, self.name)
+        # A list in an agent file: kept as a tuple, so the frozen tool stays hashable.
+        object.__setattr__(
+            self, "reject_reasons", check_reject_reasons(self.reject_reasons, self.name)
+        )
 
     @property
     def blocking(self) -> bool:
@@ -129,6 +141,8 @@ class Tool:
             "reminders",
             "escalate_to",
             "escalate_at",
+            "summary",
+            "reject_reasons",
         }
         if not isinstance(overrides, dict):
             raise ValueError(f"{self.name}: overrides must be a mapping, like {{timeout: 120}}")
@@ -214,6 +228,8 @@ class ToolRegistry:
         escalate_to: str | None = None,
         escalate_at: Any = None,
         policy: dict[str, Any] | None = None,
+        summary: str | None = None,
+        reject_reasons: tuple[str, ...] = (),
     ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
         """Declare a tool from a function of (args, context):
 
@@ -236,6 +252,8 @@ class ToolRegistry:
                     escalate_to=escalate_to,
                     escalate_at=escalate_at,
                     policy=policy,
+                    summary=summary,
+                    reject_reasons=reject_reasons,
                 )
             )
 

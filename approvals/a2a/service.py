@@ -243,7 +243,7 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
         if not isinstance(d, dict):
             raise invalid(
                 "A decision is an object: suspension, approved, reason, modifiedArgs "
-                "(or suspension and response, for a question).",
+                "(or suspension and response, to answer; or suspension and ignore: true).",
                 where,
             )
         pk = parse_uuid(d["suspension"]) if isinstance(d.get("suspension"), str) else None
@@ -284,6 +284,12 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
                 continue
             raise conflict(s)
         try:
+            if decision.get("ignore"):
+                # Dismissed without deciding (agents.actions.ignore): the task still waits.
+                done = actions.ignore(s, user)
+                if not done.suspension.pending:
+                    raise conflict(done.suspension)
+                continue
             decided = actions.decide(s, user, decision)
         except policy.Refused as e:
             raise Denied(403, e.detail) from e

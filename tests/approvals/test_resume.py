@@ -187,10 +187,12 @@ class ResumeTestCase:
         assert "modifiedArgs" in r.json()["fields"]
         self.assert_nothing_changed()
 
-    def test_a_confirmation_refuses_a_free_text_response(self) -> None:
+    def test_a_confirmation_refuses_a_response_its_policy_does_not_allow(self) -> None:
+        # allow_respond is off by default (agents.policy): the reviewer must decide.
         r = self.alice.post(self.url, {"response": "sure"})
-        assert r.status_code == 400
-        assert "response" in r.json()["fields"]
+        assert r.status_code == 403
+        assert r.json()["error"] == "forbidden_by_policy" and r.json()["rule"] == "not_allowed"
+        assert "transfer_funds" in r.json()["detail"]
         self.assert_nothing_changed()
 
     # -- repeats and conflicts ----------------------------------------------------------------

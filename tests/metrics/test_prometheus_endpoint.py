@@ -92,10 +92,12 @@ class MetricsEndpointTestCase:
         assert m["gateway_decisions_total"] == {
             labels(agent="payer", kind="confirmation", outcome="approved"): 1,
             labels(agent="payer", kind="confirmation", outcome="rejected"): 1,
+            labels(agent="payer", kind="confirmation", outcome="responded"): 0,
             labels(agent="payer", kind="confirmation", outcome="timed_out"): 1,
             labels(agent="payer", kind="confirmation", outcome="cancelled"): 1,
             labels(agent="ops", kind="input", outcome="approved"): 1,
             labels(agent="ops", kind="input", outcome="rejected"): 0,
+            labels(agent="ops", kind="input", outcome="responded"): 0,
             labels(agent="ops", kind="input", outcome="timed_out"): 0,
             labels(agent="ops", kind="input", outcome="cancelled"): 0,
         }
