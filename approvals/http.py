@@ -129,6 +129,17 @@ def whole_number(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
+# The largest id a bigint column holds: a bigger number matches no row, and the database
+# drivers refuse to send it (SQLite raises OverflowError), so the API answers 400 or 404.
+MAX_ROW_ID = 2**63 - 1
+
+
+def row_id(value: str) -> int | None:
+    """whole_number, but None past MAX_ROW_ID: an id or an offset a query can carry."""
+    number = whole_number(value)
+    return number if number is not None and number <= MAX_ROW_ID else None
+
+
 def parse_uuid(value: str) -> uuid.UUID | None:
     try:
         return uuid.UUID(value)

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from approvals.auth import api
-from approvals.http import BadRequest, error, json_body, parse_uuid, whole_number
+from approvals.http import BadRequest, error, json_body, parse_uuid, row_id, whole_number
 from approvals.models import Scope
 from approvals.openapi import operation
 from webhooks import actions
@@ -20,6 +20,8 @@ from webhooks.models import Delivery, Subscription
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 MAX_REPLAY = 10_000
+# Past any real list; offset + limit must still fit the database's integers.
+MAX_OFFSET = 2**62
 
 
 def staff_api(perms: dict[str, str]) -> Callable:
@@ -130,9 +132,9 @@ def subscriptions(request: HttpRequest) -> JsonResponse:
     if request.method == "GET":
         try:
             limit = _limit(request)
-            offset = whole_number(request.GET.get("offset", "0"))
-            if offset is None:
-                raise BadRequest("Bad offset.", {"offset": "A whole number."})
+            offset = row_id(request.GET.get("offset", "0"))
+            if offset is None or offset > MAX_OFFSET:
+                raise BadRequest("Bad offset.", {"offset": f"A whole number up to {MAX_OFFSET}."})
         except BadRequest as e:
             return _bad(e)
         rows = Subscription.objects.select_related("owner").order_by("created_at", "id")
@@ -216,7 +218,7 @@ def subscription_deliveries(request: HttpRequest, subscription_id: str) -> JsonR
                 )
             rows = rows.filter(status=q["status"])
         if q.get("before"):
-            before = whole_number(q["before"])
+            before = row_id(q["before"])
             if before is None:
                 raise BadRequest("Bad cursor.", {"before": "A delivery id."})
             rows = rows.filter(id__lt=before)
@@ -290,7 +292,7 @@ def subscription_replay(request: HttpRequest, subscription_id: str) -> JsonRespo
 
 
 def _delivery(delivery_id: str) -> Delivery | None:
-    pk = whole_number(delivery_id)
+    pk = row_id(delivery_id)
     if pk is None:
         return None
     return Delivery.objects.select_related("subscription").filter(pk=pk).first()

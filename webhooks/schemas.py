@@ -33,7 +33,7 @@ class SubscriptionPage(Answer):
 
 class SubscriptionQuery(Query):
     limit: int | None = Limit
-    offset: int | None = Field(None, ge=0)
+    offset: int | None = Field(None, ge=0, le=2**62)
 
 
 class NewSubscription(Body):
