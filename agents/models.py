@@ -135,9 +135,23 @@ class Thread(models.Model):
     # Waiting for input: what was asked, and when the wait ends (the agent's input timeout).
     input_prompt = models.TextField(blank=True)
     input_expires_at = models.DateTimeField(null=True, blank=True)
+    # A run of an agent that works outside the gateway (agents.external): the run id it gave,
+    # empty for the gateway's own runs. Such a thread has one frame with nothing to resume and
+    # stays running with no runnable_since, so no worker ever takes it: its decisions are
+    # read by the outside agent (POST/GET /api/requests), not resumed here.
+    external_run_id = models.CharField(max_length=200, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # agents.external.raise_request: one thread per outside run of a caller's agent,
+            # even when two requests of a new run arrive at once.
+            models.UniqueConstraint(
+                fields=["agent", "created_by", "external_run_id"],
+                name="external_run_per_caller",
+                condition=~Q(external_run_id=""),
+            )
+        ]
         indexes = [
             # agents.engine.requeue_stalled: runnable threads, oldest first.
             models.Index(

@@ -29,8 +29,15 @@ RETRY_AFTER = 30
 def waiting(agent: AgentDefinition, up_to: int) -> int:
     """How many of `agent`'s requests count against the cap, counted up to `up_to`."""
     pending = Suspension.objects.filter(thread__agent=agent, status=Suspension.Status.PENDING)
-    working = Thread.objects.filter(agent=agent, status=Thread.Status.RUNNING).exclude(
-        Exists(Suspension.objects.filter(thread=OuterRef("pk"), status=Suspension.Status.PENDING))
+    # An outside agent's run (agents.external) is always `running` here: only its pending
+    # requests count.
+    working = (
+        Thread.objects.filter(agent=agent, status=Thread.Status.RUNNING, external_run_id="")
+        .exclude(
+            Exists(
+                Suspension.objects.filter(thread=OuterRef("pk"), status=Suspension.Status.PENDING)
+            )
+        )
     )
     counted = pending.values("pk")[:up_to].count()
     if counted >= up_to:

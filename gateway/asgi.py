@@ -20,6 +20,7 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from approvals import external_wait  # noqa: E402
 from approvals.a2a.rpc import application as a2a_application  # noqa: E402
 from approvals.auth import WebSocketAuth  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
@@ -40,7 +41,8 @@ class DjangoHTTP(WsgiToAsgi):
 
 class HTTPRouter:
     """/a2a is answered in the event loop (approvals.a2a.rpc: its streams stay open for as long
-    as a task runs, which must not hold a worker thread); everything else by Django."""
+    as a task runs, which must not hold a worker thread), and so is a long poll of an outside
+    agent's request (approvals.external_wait); everything else by Django."""
 
     def __init__(self, django: DjangoHTTP) -> None:
         self.django = django
@@ -48,6 +50,9 @@ class HTTPRouter:
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
         if scope["path"] == "/a2a":
             await a2a_application(scope, receive, send)
+        elif external_wait.handles(scope):
+            # A long poll of an outside agent's request: it waits in the loop, not a thread.
+            await external_wait.application(scope, receive, send)
         else:
             await self.django(scope, receive, send)
 

@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from approvals import api, event_api, extend_api, openapi
+from approvals import api, event_api, extend_api, external_api, openapi
 from approvals.a2a.card import agent_card
 
 api_patterns = [
@@ -17,6 +17,9 @@ api_patterns = [
     path("suspensions/<str:suspension_id>", api.suspension_detail),
     path("events", api.event_list),
     path("events/<str:event_id>", event_api.event_detail),
+    # Outside agents' requests (approvals.external_api; a long poll: approvals.external_wait).
+    path("requests", external_api.requests),
+    path("requests/<str:request_id>", external_api.request_detail),
     # The OpenAPI document of every view here (approvals.openapi), and a page that shows it.
     path("openapi.json", openapi.document, name="openapi"),
     path("docs", openapi.docs, name="api_docs"),

@@ -1,0 +1,289 @@
+"""POST /api/requests and GET /api/requests/{id}: approvals and questions from agents that run
+outside the gateway (agents.external).
+
+A token with the `runs` scope raises requests and reads its own; `read` or `decide` read any.
+Deciding is resumeExecution's, as for every suspension: an asker never decides its own request
+(four eyes, and a runs-only token lacks `decide`). Waiting: `?wait=N` (at most MAX_WAIT
+seconds) answers once the request is decided or N seconds have passed; under daphne that wait
+runs in the event loop (approvals.external_wait), holding no worker thread.
+"""
+
+import re
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.http import HttpRequest, JsonResponse
+from pydantic import Field
+
+from agents import external
+from agents.models import AgentDefinition, Suspension
+from agents.runtime.tools import CONFIRMATION, INPUT, ON_TIMEOUT, Tool
+from approvals import admission, ratelimits, scopes
+from approvals.auth import api
+from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long, whole_number
+from approvals.models import Scope
+from approvals.openapi import Body, Query, operation
+from approvals.schemas import Suspension as SuspensionModel
+
+# The longest a GET may wait for a decision, in seconds: below common proxy read timeouts.
+MAX_WAIT = 60
+# An agent's name, as agent files name them (AgentDefinition.name is a slug).
+AGENT_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
+# The most seconds a request may wait for a person: a week.
+MAX_TIMEOUT = 7 * 24 * 3600
+# An idempotency key and a run id: printable ASCII, as HTTP headers and URLs carry them.
+KEY = re.compile(r"^[\x21-\x7e]{1,100}$")
+RUN_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
+FIELDS = {
+    "agent",
+    "run_id",
+    "tool",
+    "arguments",
+    "schema",
+    "prompt",
+    "kind",
+    "timeout",
+    "on_timeout",
+    "policy",
+    "idempotency_key",
+}
+READ_SCOPES = (Scope.READ, Scope.DECIDE, Scope.RUNS)
+SEE_OTHERS = "This token may read only the requests its user raised: another's needs read."
+
+
+class RaiseRequest(Body):
+    agent: str = Field(description="The asking agent's name (letters, digits, - and _).")
+    run_id: str = Field(description="The outside run's id: its requests share one thread.")
+    idempotency_key: str = Field(
+        description="The same key again (a retry) answers the request it made, 200."
+    )
+    tool: str | None = Field(None, description="The tool to approve; ask_human for a question.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
+    schema_: dict[str, Any] | None = Field(
+        None, alias="schema", description="JSON Schema of the arguments a reviewer may edit."
+    )
+    prompt: str = Field("", description="What the reviewer is asked.")
+    kind: Literal["confirmation", "input"] = "confirmation"
+    timeout: int | None = Field(None, description="Seconds until the default action applies.")
+    on_timeout: Literal["reject", "approve"] = Field("reject", description="The default action.")
+    policy: str | None = Field(
+        None, description="An agent definition whose policy applies (default: the asker's)."
+    )
+
+
+class ExternalRequest(SuspensionModel):
+    run_id: str
+    idempotency_key: str
+    approved: bool | None = Field(description="null while pending.")
+    arguments: dict[str, Any] | None = Field(
+        description="Run the tool with these once approved (a reviewer's edit, or as sent)."
+    )
+    response: str | None = Field(description="A question's answer.")
+    reason: str | None
+    decided_by: str | None
+    url: str = Field(description="The run's page in the gateway.")
+
+
+class WaitQuery(Query):
+    wait: int | None = Field(
+        None, description=f"Seconds to wait for a decision (at most {MAX_WAIT}; bearer token)."
+    )
+
+
+def _text(data: dict[str, Any], name: str, fields: dict[str, str], pattern: Any, what: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not pattern.match(value):
+        fields[name] = what
+        return ""
+    return value
+
+
+def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
+    """The request and the name of the agent definition whose policy applies (None: the
+    asking agent's own); raises BadRequest naming every field that is wrong."""
+    fields: dict[str, str] = {}
+    for key in sorted(set(data) - FIELDS):
+        fields[key] = "Unknown field."
+    agent = _text(
+        data, "agent", fields, AGENT_NAME, "The asking agent's name: letters, digits, - and _."
+    )
+    run_id = _text(
+        data, "run_id", fields, RUN_ID, "The outside run's id: 1-200 printable characters."
+    )
+    kind = data.get("kind", CONFIRMATION)
+    if kind not in (CONFIRMATION, INPUT):
+        fields["kind"] = f"One of {CONFIRMATION} (approve or reject) or {INPUT} (a question)."
+    tool = data.get("tool", "ask_human" if kind == INPUT else None)
+    if not isinstance(tool, str) or not AGENT_NAME.match(tool):
+        fields["tool"] = "The tool's name: letters, digits, - and _, at most 100."
+    arguments = data.get("arguments", {})
+    if not isinstance(arguments, dict):
+        fields["arguments"] = "A JSON object: the tool's arguments."
+    schema = data.get("schema", {"type": "object"})
+    prompt = data.get("prompt", "")
+    if not isinstance(prompt, str):
+        fields["prompt"] = "Text: what the reviewer is asked."
+    elif too_long := text_too_long(prompt, settings.MAX_MESSAGE_CHARS):
+        fields["prompt"] = too_long
+    elif kind == INPUT and not prompt.strip():
+        fields["prompt"] = "A question needs the question itself."
+    timeout = data.get("timeout", settings.DEFAULT_BLOCKING_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_TIMEOUT:
+        fields["timeout"] = f"Seconds to wait for a person: a whole number from 1 to {MAX_TIMEOUT}."
+    on_timeout = data.get("on_timeout", "reject")
+    if on_timeout not in ON_TIMEOUT:
+        fields["on_timeout"] = f"What happens at the deadline: one of {', '.join(ON_TIMEOUT)}."
+    rules = data.get("policy")
+    if rules is not None and (not isinstance(rules, str) or not AGENT_NAME.match(rules)):
+        fields["policy"] = "The name of an agent definition whose policy applies."
+    key = _text(
+        data, "idempotency_key", fields, KEY, "1-100 printable characters, the same on a retry."
+    )
+    if not isinstance(schema, dict):
+        fields["schema"] = "A JSON Schema object for the arguments a reviewer may edit."
+    elif "tool" not in fields:
+        try:
+            checked = Tool(name=tool, description="", input_schema=schema)
+        except ValueError as e:
+            fields["schema"] = str(e).partition(": ")[2] or str(e)
+        else:
+            if isinstance(arguments, dict) and (wrong := checked.validate(arguments)):
+                fields["arguments"] = "; ".join(f"{k or '(top)'}: {v}" for k, v in wrong.items())
+    if fields:
+        raise BadRequest("The request cannot be raised.", fields)
+    request = external.Request(
+        agent=agent,
+        run_id=run_id,
+        tool=tool,
+        arguments=arguments,
+        schema=schema,
+        prompt=prompt,
+        kind=kind,
+        timeout=timeout,
+        on_timeout=on_timeout,
+        key=key,
+    )
+    return request, rules
+
+
+def _answer(s: Suspension, status: int) -> JsonResponse:
+    return JsonResponse(external.request_payload(s), status=status)
+
+
+def _again(s: Suspension, request: external.Request) -> JsonResponse:
+    """The same key sent again: the request it made, or 409 when it stood for another."""
+    if not external.same_request(s, request):
+        return error(
+            409,
+            "idempotency_key_reused",
+            "This idempotency key was used for another request in this run (another tool or "
+            "other arguments); use a new key for a new request.",
+            request=str(s.pk),
+        )
+    return _answer(s, 200)
+
+
+@operation(
+    "POST",
+    "Raise a request from an outside agent",
+    body=RaiseRequest,
+    responses={200: ExternalRequest, 201: ExternalRequest},
+    errors=(409,),
+    description="An approval (or, kind input, a question) for reviewers, as any suspension: "
+    "201 made, 200 when the idempotency key already made it; 409 `idempotency_key_reused` "
+    "or `run_ended` (the run was cancelled in the gateway).",
+)
+@api(["POST"], perm="agents.add_thread", scope=Scope.RUNS, limit=ratelimits.RUNS)
+def requests(request: HttpRequest) -> JsonResponse:
+    """Raise a request: 201 with it, or 200 with the one this idempotency key already made."""
+    try:
+        ask, rules_name = parse(json_body(request))
+    except BadRequest as e:
+        return error(e.status, e.code, e.detail, e.fields)
+    rules = None
+    if rules_name is not None:
+        rules = AgentDefinition.objects.filter(name=rules_name).first()
+        if rules is None:
+            return error(
+                400,
+                "invalid",
+                "The request cannot be raised.",
+                {"policy": f"No agent definition named {rules_name!r}."},
+            )
+    agent = external.agent_for(ask.agent, request.user)
+    # Two tries: a call that lost a race for the same key reads the winner's request; one
+    # that lost the race to make the run's thread finds it made the second time.
+    for _ in range(2):
+        found = external.find(request.user, agent, ask.run_id, ask.key)
+        if found is not None:
+            return _again(found, ask)
+        try:
+            with admission.admitted(agent):
+                made = external.raise_request(agent, rules or agent, ask, request.user)
+        except ratelimits.Limited as e:
+            return ratelimits.too_many(e)
+        except external.RunEnded as e:
+            return error(
+                409,
+                "run_ended",
+                f"This run was {e.thread.status} in the gateway; it takes no more requests.",
+                status=e.thread.status,
+                thread=str(e.thread.pk),
+            )
+        except IntegrityError:
+            continue
+        return _answer(made, 201)
+    found = external.find(request.user, agent, ask.run_id, ask.key)
+    if found is None:
+        return error(409, "conflict", "Another request changed this run meanwhile; try again.")
+    return _again(found, ask)
+
+
+def wait_seconds(value: str | None) -> int | None:
+    """`?wait=` as seconds (at most MAX_WAIT), 0 when absent; None when it is not a number."""
+    if value is None or value == "":
+        return 0
+    seconds = whole_number(value)
+    return None if seconds is None else min(seconds, MAX_WAIT)
+
+
+def read(user: Any, request_id: str) -> tuple[int, dict[str, Any], Suspension | None]:
+    """A request as `user` may read it: (HTTP status, body, the suspension when readable).
+    Shared by the view below and the waiting reader (approvals.external_wait)."""
+    pk = parse_uuid(request_id)
+    s = (
+        Suspension.objects.select_related("thread")
+        .filter(pk=pk)
+        .exclude(thread__external_run_id="")
+        .first()
+        if pk is not None
+        else None
+    )
+    if s is None:
+        return 404, {"error": "not_found", "detail": "No such request."}, None
+    sees_all = scopes.has(user, Scope.READ) or scopes.has(user, Scope.DECIDE)
+    if not sees_all and not scopes.owns(user, s.thread):
+        needed = scopes.names(Scope.READ)
+        return 403, {"error": "insufficient_scope", "detail": SEE_OTHERS, "scope": needed}, None
+    external.acknowledge(s, user)
+    return 200, external.request_payload(s), s
+
+
+@operation(
+    "GET",
+    "Read an outside agent's request",
+    query=WaitQuery,
+    responses={200: ExternalRequest},
+    path={"request_id": "The request's id."},
+)
+@api(["GET"], perm="agents.view_suspension", scope=READ_SCOPES)
+def request_detail(request: HttpRequest, request_id: str) -> JsonResponse:
+    """A request and its decision. `?wait=N` is served by approvals.external_wait under
+    daphne; a server without it (runservers, tests in-process) answers at once."""
+    if wait_seconds(request.GET.get("wait")) is None:
+        return error(400, "invalid", "wait is a whole number of seconds.", {"wait": "Seconds."})
+    status, body, _ = read(request.user, request_id)
+    if status == 403:
+        return scopes.insufficient(Scope.READ, SEE_OTHERS)
+    return JsonResponse(body, status=status)

@@ -1,0 +1,123 @@
+"""GET /api/requests/{id}?wait=N in daphne's event loop: a long poll that holds no thread.
+
+gateway.asgi sends a GET of one request with a `wait` and a bearer token here; everything else
+about requests (raising them, reading without waiting, a browser session) goes to Django
+(approvals.external_api). The answer is the one that view gives, read by the same function
+(approvals.external_api.read): at once when the request is decided or unknown or not the
+caller's to read, else once it is decided or `wait` seconds have passed, whichever is first.
+
+While it waits, the reader is a subscriber of the process's event hub (approvals.hub), which
+wakes it when an event of the request is written, and reads the request again then (and every
+SAFETY_POLL regardless, so a lost wake-up delays the answer at most that long). A token
+revoked meanwhile ends the wait with 401, as it closes a socket.
+"""
+
+import asyncio
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from approvals import scopes
+from approvals.a2a.handler import blocking
+from approvals.auth import bearer
+from approvals.external_api import READ_SCOPES, SEE_OTHERS, read, wait_seconds
+from approvals.hub import Batch, hub
+from approvals.models import digest
+from approvals.revocation import Credential
+from gateway.aio import wait_event
+
+SAFETY_POLL = 1.0
+PATH_PREFIX = "/api/requests/"
+
+
+def handles(scope: dict[str, Any]) -> bool:
+    """Is this HTTP request a long poll of one request by a token (gateway.asgi)?"""
+    if scope["method"] != "GET" or not scope["path"].startswith(PATH_PREFIX):
+        return False
+    if "/" in scope["path"][len(PATH_PREFIX) :]:
+        return False
+    query = scope.get("query_string", b"")
+    headers = dict(scope.get("headers", []))
+    return b"wait=" in query and b"authorization" in headers
+
+
+class Waiter:
+    """Woken by the hub when an event of one request is written."""
+
+    def __init__(self, request_id: str, credential: Credential) -> None:
+        self.credential = credential
+        # How the hub's socket message of an event of this request names it.
+        self.marker = f'"suspension": "{request_id}"'
+        self.woken = asyncio.Event()
+        self.revoked = False
+
+    def deliver(self, batch: Batch) -> None:
+        if any(self.marker in row.text for row in batch.rows):
+            self.woken.set()
+
+    async def revoke(self) -> None:
+        self.revoked = True
+        self.woken.set()
+
+
+def _error(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": code, "detail": detail, **extra}, status_code=status)
+
+
+async def answer(request: Request) -> JSONResponse:
+    header = request.headers.get("authorization", "")
+    caller = await blocking(bearer)(header)
+    user = caller.user
+    if user is None or not user.is_authenticated:
+        response = _error(401, "unauthenticated", caller.refusal or "Send a bearer token.")
+        response.headers["WWW-Authenticate"] = 'Bearer realm="api"'
+        return response
+    if not scopes.allows(user, READ_SCOPES):
+        response = _error(
+            403,
+            "insufficient_scope",
+            f"This token lacks the scope this needs: {scopes.names(READ_SCOPES)}.",
+            scope=scopes.names(READ_SCOPES),
+        )
+        response.headers["WWW-Authenticate"] = (
+            f'Bearer error="insufficient_scope", scope="{" ".join(READ_SCOPES)}"'
+        )
+        return response
+    if not await blocking(user.has_perm)("agents.view_suspension"):
+        return _error(403, "forbidden", "You do not have permission to do this.")
+    wait = wait_seconds(request.query_params.get("wait"))
+    if wait is None:
+        return _error(
+            400, "invalid", "wait is a whole number of seconds.", fields={"wait": "Seconds."}
+        )
+    request_id = request.path_params.get("id") or request.url.path[len(PATH_PREFIX) :]
+    deadline = time.monotonic() + wait
+    raw = header.partition(" ")[2].strip()
+    waiter = Waiter(request_id, Credential(user.pk, token_digest=digest(raw)))
+    events_hub = hub()
+    # Subscribed before the first read: an event written between the read and the wait
+    # still wakes it.
+    events_hub.subscribe(waiter)
+    try:
+        while True:
+            waiter.woken.clear()
+            status, body, _ = await blocking(read)(user, request_id)
+            if status == 403:
+                return _error(403, "insufficient_scope", SEE_OTHERS, scope=body["scope"])
+            left = deadline - time.monotonic()
+            if status != 200 or body["status"] != "pending" or left <= 0:
+                return JSONResponse(body, status_code=status)
+            if waiter.revoked:
+                return _error(401, "unauthenticated", "The token was revoked.")
+            if await request.is_disconnected():
+                return JSONResponse(body, status_code=status)
+            await wait_event(waiter.woken, min(SAFETY_POLL, left))
+    finally:
+        await events_hub.unsubscribe(waiter)
+
+
+async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    response = await answer(Request(scope, receive))
+    await response(scope, receive, send)
