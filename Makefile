@@ -10,10 +10,11 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: setup system-packages run test test-embedded test-postgres test-faults lint clean bench-compare
 
-$(STAMP): pyproject.toml
+# The gateway, and the client for outside agents (clients/python; tests/external use it).
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]'
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]' -e clients/python
 	rm -f $(VENV)/.installed-*
 	touch $@
 
