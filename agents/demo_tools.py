@@ -20,6 +20,8 @@ def _note(context: ToolContext, tool: str, args: dict[str, Any], summary: str) -
 @registry.tool(
     "delete_records",
     description="Delete records from a table (demo: writes what it would delete to the demo log).",
+    summary="Delete {count} records from {table}",
+    reject_reasons=("Keep them: they are still needed", "Back them up first", "Wrong table"),
     input_schema={
         "type": "object",
         "properties": {
@@ -61,6 +63,13 @@ def lookup_account(args: dict[str, Any], context: ToolContext) -> dict[str, Any]
 @registry.tool(
     "transfer_funds",
     description="Transfer money between two accounts.",
+    summary="Transfer {amount} {currency} from {from_account} to {to_account}",
+    reject_reasons=(
+        "Wrong amount",
+        "Wrong recipient account",
+        "Already paid",
+        "Needs the invoice checked first",
+    ),
     input_schema={
         "type": "object",
         "properties": {
@@ -89,6 +98,8 @@ def transfer_funds(args: dict[str, Any], context: ToolContext) -> str:
 @registry.tool(
     "send_email",
     description="Send an email (demo: writes it to the demo log).",
+    summary="Email “{subject}” to {to}",
+    reject_reasons=("Wrong recipients", "Not ready to announce", "Fix the wording first"),
     input_schema={
         "type": "object",
         "properties": {

@@ -151,12 +151,15 @@ def _step(e: Event) -> dict[str, Any]:
         Event.Type.SUSPENSION_ESCALATED: "Escalated",
         Event.Type.SUSPENSION_EXTENDED: "Deadline extended",
         Event.Type.SUSPENSION_VOTED: "Voted",
+        Event.Type.SUSPENSION_IGNORED: "Ignored",
         Event.Type.TOOL_RESULT: "Tool error" if p.get("is_error") else "Tool result",
     }
     detail = ""
     if e.type == Event.Type.SUSPENSION_DECIDED:
         detail = p.get("status", "")
-        if p.get("response") is not None:
+        if p.get("status") == "responded":
+            detail = f"responded instead of deciding: {p.get('response', '')}"
+        elif p.get("response") is not None:
             detail = f"answered: {p['response']}"
         elif p.get("reason"):
             detail = f"{detail}: {p['reason']}"
@@ -166,6 +169,8 @@ def _step(e: Event) -> dict[str, Any]:
         detail = f"approved ({p.get('approvals')} of {p.get('required')} approvals)"
         if p.get("edited_args") is not None:
             detail = f"{detail} (arguments edited)"
+    elif e.type == Event.Type.SUSPENSION_IGNORED:
+        detail = "dismissed from the inbox without deciding; the deadline still applies"
     elif e.type == Event.Type.SUSPENSION_TIMEOUT:
         detail = "approved automatically" if p.get("approved") else "rejected automatically"
     elif e.type == Event.Type.TOOL_RESULT:

@@ -279,6 +279,7 @@ registry.register(
         },
         execution_mode=BLOCKING,
         kind=CONFIRMATION,
+        summary="{action}",
     )
 )
 
@@ -293,6 +294,7 @@ registry.register(
         },
         execution_mode=BLOCKING,
         kind=INPUT,
+        summary="{question}",
         # A question is put to whoever started the run: they are the one to answer it, so
         # four eyes, the default for blocking tools, does not apply to it.
         policy={"four_eyes": False},

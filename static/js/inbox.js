@@ -30,7 +30,8 @@
     list.querySelectorAll(".card").forEach(function (c) {
       var n = sizes[c.dataset.group];
       var size = c.querySelector(".group-size");
-      if (size) size.textContent = n > 1 ? " · " + n + " calls" : "";
+      if (size) size.textContent = n > 1 ? "One of " + n + " calls made together" : "";
+      if (size) size.parentNode.hidden = n <= 1;
     });
   }
 
@@ -258,6 +259,12 @@
       if (card.dataset.replayed && applying && applying.id <= rendered) card.remove();
       else leave(card);
     }
+    recount();
+  });
+  // Dismissed without a decision (cards.js, agents.actions.ignore): off the inbox, with the
+  // same one-line notice; it stays pending on its thread's page until its deadline.
+  document.addEventListener("gateway:ignored", function (event) {
+    if (event.target.parentNode === list) leave(event.target);
     recount();
   });
   showCounts();

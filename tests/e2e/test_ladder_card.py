@@ -67,9 +67,7 @@ class LadderCardTestCase:
         expect(ladder.locator(".escalation")).to_contain_text(f"Escalates to {GROUP} at ")
         expect(ladder.locator(".escalate-to")).to_have_text(GROUP)  # text, not markup
         expect(ladder.locator(".escalate-to i")).to_have_count(0)
-        expect(ladder.locator(".at-deadline")).to_have_text(
-            "At the deadline: rejected automatically"
-        )
+        expect(card.locator(".deadline-action")).to_have_text("Rejects automatically")
         self.site.shoot(page, "ladder-card-desktop")
 
         # The first reminder and the escalation (5 s in), applied by the worker's sweep.

@@ -1,0 +1,80 @@
+"""What a card shows of a call's arguments: a table of fields, and the before/after of an edit.
+
+static/js/cards.js `fieldRows` and `diffRows` build the same rows for the cards the page makes
+from events. Values are text (the template escapes them, invariant 6).
+"""
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+def value_text(value: Any) -> str:
+    """One argument as the table shows it: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _order(schema: dict[str, Any], *values: Any) -> list[str]:
+    """The schema's fields first, in its order, then any others the values have."""
+    names = list((schema or {}).get("properties") or {})
+    for value in values:
+        if isinstance(value, dict):
+            names += [k for k in value if k not in names]
+    return names
+
+
+@register.filter
+def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
+    """The arguments a card shows (while pending, the edit a quorum votes on), one row each."""
+    if not c:
+        return []  # the empty skeleton static/js/cards.js fills
+    edited = (c.get("policy") or {}).get("edited_args")
+    args = edited if edited is not None else c.get("input")
+    if not isinstance(args, dict):
+        return []
+    schema = c.get("schema") or {}
+    required = set(schema.get("required") or [])
+    return [
+        {
+            "name": name,
+            "value": value_text(args[name]),
+            "block": isinstance(args[name], (dict, list)),
+            "required": name in required,
+        }
+        for name in _order(schema, args)
+        if name in args
+    ]
+
+
+@register.filter
+def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's arguments beside a reviewer's edit, for a decided card; [] without one."""
+    if not c:
+        return []
+    decision = c.get("decision") or {}
+    edited = decision.get("modifiedArgs")
+    before = c.get("input")
+    if not isinstance(edited, dict) or not isinstance(before, dict) or edited == before:
+        return []
+    missing = object()
+    rows = []
+    for name in _order(c.get("schema") or {}, before, edited):
+        old, new = before.get(name, missing), edited.get(name, missing)
+        if old is missing and new is missing:
+            continue
+        rows.append(
+            {
+                "name": name,
+                "before": "" if old is missing else value_text(old),
+                "after": "" if new is missing else value_text(new),
+                "changed": old != new,
+            }
+        )
+    return rows
