@@ -99,6 +99,11 @@
     list.insertBefore(card, next);
   }
 
+  var lastFocused = null;  // the card the focus was last in
+  list.addEventListener("focusin", function (event) {
+    lastFocused = event.target.closest ? event.target.closest(".card") : null;
+  });
+
   /* A decided card leaves the list; a line in its place says what it was and who decided. */
   function leave(card) {
     var gone = document.createElement("p");
@@ -120,7 +125,9 @@
     link.href = "/threads/" + encodeURIComponent(card.dataset.thread) + "/";
     link.textContent = "Open thread";
     gone.append(what, " ", outcome, " ", link);
-    var focused = card.contains(document.activeElement);
+    // The focus was in the card, or on its button that cards.js disabled while it sent.
+    var lost = document.activeElement === null || document.activeElement === document.body;
+    var focused = card.contains(document.activeElement) || (lost && lastFocused === card);
     list.replaceChild(gone, card);
     if (focused) gone.focus();
     function fade() {

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from playwright.sync_api import expect
 from agents.models import Thread
 from tests.conftest import wait_for
 from tests.e2e.conftest import Site
-from tests.e2e.test_inbox import AGENTS, card, pending_of, start
+from tests.e2e.test_inbox import AGENTS, card, gone, pending_of, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
@@ -33,7 +34,7 @@ class AuditPageTestCase:
         box.get_by_role("button", name="Reject…").click()
         box.locator("input[name=reason]").fill("Invoice already paid <twice>")
         box.get_by_role("button", name="Reject", exact=True).click()
-        expect(box.locator(".outcome")).to_have_text(
+        expect(gone(reviewer, rejected).locator(".outcome")).to_have_text(
             "rejected by alice: Invoice already paid <twice>"
         )
         wait_for(lambda: Thread.objects.get(pk=rejected_tid).status == "completed")
@@ -42,18 +43,25 @@ class AuditPageTestCase:
         )
         assert r.status_code == 202
 
-        admin = self.site.login("admin")
+        admin = self.site.login("admin", timezone_id="Europe/Berlin")
         admin.goto(self.site.url("/audit/"))
         item = admin.locator(f"#a-{rejected.id}")
+        expect(item.locator(".facts")).to_contain_text(" · decided by alice")
         expect(item.locator(".reviewer")).to_have_text("alice")
+        # Times in the reader's zone, which is named.
+        expect(item.locator(".facts time")).to_have_text(re.compile(r"\d\d:\d\d:\d\d GMT\+1$"))
+        expect(item.locator(".timeline time").first).to_have_text(
+            re.compile(r"^\d\d:\d\d:\d\d GMT\+1$")
+        )
+        expect(admin.locator("#zone")).to_have_text("Europe/Berlin")
         expect(item.locator(".reason")).to_have_text("Invoice already paid <twice>")
         expect(item.locator(".timeline")).to_contain_text("Decided by alice")
         expect(item.locator(".timeline")).to_contain_text("Tool error")
         self.site.shoot(admin, "audit-desktop")
 
         admin.select_option("select[name=outcome]", "rejected")
-        admin.fill("input[name=reviewer]", "alice")
-        admin.fill("input[name=tool]", "transfer_funds")
+        admin.select_option("select[name=reviewer]", "alice")
+        admin.select_option("select[name=tool]", "transfer_funds")
         admin.get_by_role("button", name="Filter").click()
         expect(admin.locator(".audit-item")).to_have_count(1)
         expect(item).to_be_visible()

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from agents.models import Suspension, Thread
 from tests.conftest import wait_for
 from tests.e2e.conftest import PHONE, Site
-from tests.e2e.test_inbox import AGENTS, card, pending_of, start
+from tests.e2e.test_inbox import AGENTS, card, gone, pending_of, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
@@ -56,7 +56,7 @@ class PhoneTestCase:
         expect(card(page, s)).to_be_visible()
         expect(page).to_have_title("(2) Inbox · Approval gateway")
         card(page, s).get_by_role("button", name="Approve", exact=True).tap()
-        expect(card(page, s).locator(".outcome")).to_have_text("approved by alice")
+        expect(gone(page, s).locator(".outcome")).to_have_text("approved by alice")
 
         page.reload()
         expect(page.locator("#connection")).to_have_attribute("data-state", "live")

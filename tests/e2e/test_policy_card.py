@@ -94,9 +94,10 @@ class PolicyCardTestCase:
         expect(mine.locator("[data-action=approve]")).to_be_hidden()
 
         theirs.locator("[data-action=approve]").click()
-        for card in (mine, theirs):
-            expect(card.locator(".outcome")).to_have_text("approved by bob")
-            expect(card.locator(".policy-line")).to_be_hidden()
+        # Decided: the card leaves both inboxes, a line saying who decided in its place.
+        for page, card in ((alice, mine), (bob, theirs)):
+            expect(page.locator(f"#gone-{s.id} .outcome")).to_have_text("approved by bob")
+            expect(card).to_have_count(0)
         wait_for(lambda: Suspension.objects.get(pk=s.pk).status == "approved", what="the approval")
 
     def test_who_started_the_run_sees_the_card_read_only_with_why(self) -> None:

@@ -172,7 +172,8 @@ class PresenceTestCase:
         a_card.get_by_role("button", name="Claim").click()
         expect(b_card.locator(".claim-line")).to_have_text("Dana is reviewing (claimed just now)")
         b_card.get_by_role("button", name="Approve", exact=True).click()
-        expect(a_card.locator(".status")).to_have_text("approved")
+        expect(alice.locator(f"#gone-{s.id} .outcome")).to_have_text("approved by bob")
+        expect(a_card).to_have_count(0)
         expect(a_card.locator(".presence")).to_be_hidden()
         s.refresh_from_db()
         assert s.status == Suspension.Status.APPROVED and s.decided_by.username == "bob"

@@ -67,8 +67,11 @@ class ReconnectTestCase:
         expect(status).to_have_attribute("data-state", "live", timeout=30000)
         expect(card(page, s)).to_be_visible()
         expect(card(page, s).locator(".status")).to_have_text("pending")
-        first = page.locator(".card").first
-        expect(first.locator(".outcome")).to_have_text("rejected by alice: duplicate")
+        # Decided while the page was away: it leaves, saying who decided.
+        expect(page.locator(f"#gone-{earlier.id} .outcome")).to_have_text(
+            "rejected by alice: duplicate"
+        )
+        expect(page.locator(f"#s-{earlier.id}")).to_have_count(0)
         assert page.evaluate("() => window.__gateway.connects") == 2
         expect(page).to_have_title("(1) Inbox · Approval gateway")
         assert_each_event_applied_once(page)
