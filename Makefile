@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup system-packages run test test-embedded test-postgres test-faults lint clean bench-compare
+.PHONY: setup system-packages walkthrough-packages run test test-embedded test-postgres test-faults lint clean bench-compare
 
 # The gateway, and the client for outside agents (clients/python; tests/external use it).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -18,7 +18,14 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# Chromium drives the browser tests; jq is used by the README's walk-through.
+# jq and curl: the README's walk-through, which follows `make run`.
+walkthrough-packages:
+	@if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
+		echo "Installing jq and curl with apt-get (the README's walk-through uses them)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq jq curl >/dev/null; \
+	fi
+
+# Chromium drives the browser tests; jq and curl, the README's walk-through (tests/test_readme.py).
 system-packages:
 	@if ! command -v chromium >/dev/null || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
 		echo "Installing chromium, jq and curl with apt-get"; \
@@ -27,10 +34,11 @@ system-packages:
 
 setup: $(STAMP) system-packages
 
-run: $(STAMP)
+# PORT (8000) and HOST (127.0.0.1) say where it listens: `PORT=8123 make run`.
+run: $(STAMP) walkthrough-packages
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py load_agents demo/agents.yaml
-	@echo "-- Demo reviewer (log in on the page; the token is for the API) --"
+	@echo "-- Demo reviewer (log in on the page; the token is for the API; a new one each run, the previous revoked) --"
 	@$(PY) manage.py demo_reviewer
 	@echo "-- Demo admin (the admin at /admin/ and the audit trail; not a reviewer) --"
 	@$(PY) manage.py demo_admin

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from django.conf import settings
 from django.db import transaction
 
 from agents import versions
@@ -170,7 +171,8 @@ def parse(
                 "sub_agents": sub_agents,
                 "tool_overrides": overrides,
                 "max_iterations": spec.get("max_iterations") or 10,
-                "max_tokens": spec.get("max_tokens") or 4096,
+                # The agent file's, else the deployment's default (AGENT_MAX_TOKENS).
+                "max_tokens": spec.get("max_tokens") or settings.AGENT_MAX_TOKENS,
                 "script": script,
                 "agents_as_tools": as_tools,
                 "stream": stream,

@@ -31,7 +31,8 @@ CHECKS = ",".join(
 )
 
 
-def schemathesis(location: str, url: str, token: str, *extra: str) -> subprocess.CompletedProcess:
+def schemathesis(location: Path, url: str, token: str) -> subprocess.CompletedProcess:
+    """Run schemathesis in the document's folder (it keeps its run data in ./.schemathesis)."""
     return subprocess.run(
         [
             sys.executable,
@@ -47,8 +48,8 @@ def schemathesis(location: str, url: str, token: str, *extra: str) -> subprocess
             *("--workers", "1"),
             *("--request-timeout", "30"),
             "--no-color",
-            *extra,
         ],
+        cwd=location.parent,
         capture_output=True,
         text=True,
         timeout=600,
@@ -84,7 +85,7 @@ class ContractTestCase:
         # leaves out the operation that serves the document itself.
         location = self.tmp / "openapi.json"
         location.write_text(json.dumps(doc))
-        result = schemathesis(str(location), self.server.url, self.token)
+        result = schemathesis(location, self.server.url, self.token)
         report = result.stdout + result.stderr
         assert result.returncode == 0, report[-20000:]
         # Every operation of the document was called (none left out, none skipped).
@@ -124,7 +125,7 @@ class ContractTestCase:
                         param["schema"] = {"enum": [pinned[param["name"]]]}
         location = self.tmp / "openapi.json"
         location.write_text(json.dumps(doc))
-        result = schemathesis(str(location), self.server.url, self.token)
+        result = schemathesis(location, self.server.url, self.token)
         assert result.returncode == 0, (result.stdout + result.stderr)[-20000:]
 
 

@@ -1,12 +1,16 @@
 """`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat together;
-Ctrl-C stops them all."""
+Ctrl-C stops them all. It says when each is ready, and "Serving on URL" once all are."""
 
+import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -15,6 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 # A worker or beat that exits by itself more than this often within the window stops serve.
 MAX_RESTARTS = 5
 RESTART_WINDOW = 60.0
+# While something is not ready after this many seconds, serve says what it still waits for.
+SLOW_START = 30.0
 
 
 class Command(BaseCommand):
@@ -69,7 +75,9 @@ class Command(BaseCommand):
             ]
         )
         commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
-        celery = [py, "-m", "celery", "-A", "gateway"]
+        # Celery through gateway.celery_ready, which creates a file once the worker consumes
+        # or beat runs: "ready" below means that, not merely "started".
+        celery = [py, "-m", "gateway.celery_ready", "-A", "gateway"]
         commands.update(
             {
                 "worker": [
@@ -91,10 +99,17 @@ class Command(BaseCommand):
         host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
         os.environ.setdefault("SITE_URL", f"http://{host}:{options['port']}")
         inherit = (listener.fileno(),) if listener is not None else ()
-        procs = {
-            name: subprocess.Popen(cmd, pass_fds=inherit if name.startswith("web") else ())
-            for name, cmd in commands.items()
-        }
+        ready_dir = Path(tempfile.mkdtemp(prefix="serve-ready-"))
+
+        def start(name: str) -> subprocess.Popen:
+            if name.startswith("web"):
+                return subprocess.Popen(commands[name], pass_fds=inherit)
+            env = {**os.environ, "GATEWAY_READY_FILE": str(ready_dir / name)}
+            return subprocess.Popen(commands[name], env=env)
+
+        procs = {name: start(name) for name in commands}
+        self.stdout.write(f"Starting {', '.join(procs)}...")
+        self.stdout.flush()
         if listener is not None:
             listener.close()  # the daphne processes hold it now
         stopping = False
@@ -105,11 +120,13 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
-        url = f"http://{options['host']}:{options['port']}/"
-        self.stdout.write(
-            f"Serving on {url}  (Ctrl-C stops the server, the worker and beat)", ending="\n"
+        url = f"http://{host}:{options['port']}/"
+        # What to knock on to see the server answer (a wildcard address is not one to dial).
+        probe = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(
+            options["host"], options["host"]
         )
-        self.stdout.flush()
+        waiting = set(procs)
+        began = said = time.monotonic()
         code = 0
         restarts: dict[str, list[float]] = {name: [] for name in procs}
         while not stopping:
@@ -128,8 +145,23 @@ class Command(BaseCommand):
                     break
                 restarts[name] = [*recent, now]
                 self.stderr.write(f"{name} exited with {proc.returncode}; starting it again")
-                procs[name] = subprocess.Popen(commands[name])
+                procs[name] = start(name)
+            if waiting and not stopping:
+                for name in self._ready(waiting, ready_dir, probe, options["port"]):
+                    waiting.discard(name)
+                    self.stdout.write(f"{name} ready")
+                if not waiting:
+                    self.stdout.write(
+                        f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
+                    )
+                elif time.monotonic() - said > SLOW_START:
+                    said = time.monotonic()
+                    self.stdout.write(
+                        f"Still starting after {said - began:.0f} s: {', '.join(sorted(waiting))}"
+                    )
+                self.stdout.flush()
             time.sleep(0.2)
+        shutil.rmtree(ready_dir, ignore_errors=True)
         for proc in procs.values():
             if proc.poll() is None:
                 proc.terminate()
@@ -140,3 +172,23 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 proc.kill()
         sys.exit(code)
+
+    @staticmethod
+    def _ready(waiting: set[str], ready_dir: Path, host: str, port: int) -> list[str]:
+        """Which of `waiting` are ready now: a worker or beat once its file exists; the web
+        processes once the server answers HTTP (any answer: ALLOWED_HOSTS may refuse the
+        probe's Host, which still proves daphne serves the app). Processes sharing a socket
+        cannot be told apart, so they are ready together."""
+        found = [n for n in waiting if not n.startswith("web") and (ready_dir / n).exists()]
+        web = sorted(n for n in waiting if n.startswith("web"))
+        if web:
+            conn = http.client.HTTPConnection(host, port, timeout=1)
+            try:
+                conn.request("GET", "/healthz")
+                conn.getresponse().read()
+                found += web
+            except OSError:
+                pass
+            finally:
+                conn.close()
+        return sorted(found)

@@ -1,0 +1,29 @@
+"""`python -m gateway.celery_ready ARGS...` runs `celery ARGS...` and says when it is ready,
+for `manage.py serve`: it creates the file named by GATEWAY_READY_FILE once a worker consumes
+from its queues (Celery's worker_ready signal) or beat has started its schedule (beat_init).
+
+A wrapper rather than a line in gateway/celery.py: the signals are wanted only by serve's
+processes, and a worker's own log says "ready" only at INFO, which serve keeps quiet."""
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from celery.signals import beat_init, worker_ready
+
+
+def _ready(**kwargs: Any) -> None:
+    if path := os.environ.get("GATEWAY_READY_FILE"):
+        Path(path).touch()
+
+
+worker_ready.connect(_ready, weak=False)
+beat_init.connect(_ready, weak=False)
+
+
+if __name__ == "__main__":
+    from celery.__main__ import main
+
+    sys.argv[0] = "celery"
+    sys.exit(main())
