@@ -99,5 +99,14 @@ def agent_token(users: dict[str, Any]) -> str:
     return token(users["operator"], "runs")
 
 
+def approve_edited(box: Any, fields: dict[str, str]) -> None:
+    """Edit a card's arguments through its form, review the change, approve the edit."""
+    box.get_by_role("button", name="Edit…").click()
+    for name, value in fields.items():
+        box.locator(f".schema-form input[name=field-{name}]").fill(value)
+    box.get_by_role("button", name="Review changes").click()
+    box.get_by_role("button", name="Approve edited").click()
+
+
 def elapsed(since: float) -> float:
     return time.monotonic() - since
