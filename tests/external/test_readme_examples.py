@@ -1,0 +1,63 @@
+"""The README's examples for outside agents run as written (with GATEWAY_URL and
+GATEWAY_TOKEN set) against a live gateway, a reviewer deciding over the API meanwhile. The
+OpenAI Agents SDK example calls OpenAI's model; tests/external/openai_agent.py runs its flow
+offline instead."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from tests.conftest import ROOT
+from tests.external.conftest import Later, Reviewer
+
+
+def examples() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Agents that run elsewhere\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def run_example(code: str, url: str, token: str) -> Later:
+    env = {**os.environ, "GATEWAY_URL": url, "GATEWAY_TOKEN": token}
+    env.pop("PYTHONPATH", None)
+
+    def run() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=tempfile.mkdtemp(prefix="readme-example-"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    return Later(run)
+
+
+def test_the_readme_has_an_example_per_adapter() -> None:
+    found = examples()
+    assert len(found) == 3
+    assert "approval_client.langgraph" in found[1] and "approval_client.openai_agents" in found[2]
+
+
+def test_the_client_example(gateway_url: str, agent_token: str, reviewer: Reviewer) -> None:
+    example = run_example(examples()[0], gateway_url, agent_token)
+    asked = reviewer.decide(
+        "billing-bot", {"approved": True, "modifiedArgs": {"amount": 100, "to": "ACME"}}
+    )
+    assert asked["prompt"] == "Pay 120 EUR to ACME?"
+    reviewer.decide("billing-bot", {"response": "The EU account"})
+    out = example.result()
+    assert out.splitlines() == ["paid 100 EUR to ACME", "answer: The EU account"]
+
+
+def test_the_langgraph_example(gateway_url: str, agent_token: str, reviewer: Reviewer) -> None:
+    example = run_example(examples()[1], gateway_url, agent_token)
+    reviewer.decide("billing-graph", {"approved": False, "reason": "already paid"})
+    out: Any = example.result()
+    assert "not paid: pay was rejected by alice: already paid" in out
