@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, Q
 from django.utils import timezone
 
 from agents import events, policy, presentation
@@ -139,7 +139,10 @@ def find_agent(name: str) -> AgentSpec | None:
 
 def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
     main = subagents.build_frame(agent.as_spec(), StackFrame.Type.MAIN, message, find_agent)
-    with transaction.atomic():
+    # No savepoint inside a caller's transaction (the pending cap's, approvals.admission):
+    # every caller lets a failure end that transaction too, so one would only cost two
+    # statements.
+    with transaction.atomic(savepoint=False):
         thread = Thread.objects.create(
             agent=agent,
             created_by=user,
@@ -572,9 +575,18 @@ def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> 
 
 
 def _resume_if_group_done(s: Suspension, now: datetime) -> None:
-    if Suspension.objects.filter(group=s.group, status=S.PENDING).exists():
+    pending = Suspension.objects.filter(group=s.group, status=S.PENDING)
+    # One statement: whether any of the group still waits, and the frame's lane (an agent
+    # instance's frame has one).
+    row = (
+        StackFrame.objects.filter(pk=s.frame_id)
+        .annotate(waiting=Exists(pending))
+        .values_list("waiting", "lane_id")
+        .first()
+    )
+    waiting, lane = row if row is not None else (pending.exists(), None)
+    if waiting:
         return
-    lane = StackFrame.objects.filter(pk=s.frame_id).values_list("lane_id", flat=True).first()
     if lane is not None:
         _resume_lanes([lane], now)
         return

@@ -437,17 +437,22 @@ class Run(Hooks):
             )
 
     @contextlib.contextmanager
-    def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Iterator[None]:
+    def tool_scope(
+        self, frame: Frame, tool_use: dict[str, Any], runs: bool = True
+    ) -> Iterator[None]:
         if self.unsaved_answer:
             # The call's tool_use id is its idempotency key: it must be stored before the tool
             # acts, or a crash would make the model ask again under a new id.
             with transaction.atomic():
                 self._renew()
                 self._save(frame)
-        if self.live is not None:
+        # The live line says which tool runs; a result known without running one (a decision
+        # that is the result) would show it for no time at all, at two writes and wake-ups.
+        shown = runs and self.live is not None
+        if shown:
             self.live.activity(f"calling {tool_use['name']}…")
         yield  # the tool runs here, outside any transaction
-        if self.live is not None:
+        if shown:
             self.live.activity("")
         with transaction.atomic():
             self._renew()  # LeaseLost: cancelled or taken over meanwhile, the result is dropped
@@ -509,8 +514,11 @@ class Run(Hooks):
         if not n:
             raise LeaseLost(self.thread.pk)
 
-    def _save(self, frame: Frame, row: StackFrame | None = None) -> None:
-        """Write the frame and what happened since the last checkpoint (inside a transaction)."""
+    def _save(
+        self, frame: Frame, row: StackFrame | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """Write the frame and what happened since the last checkpoint (inside a transaction).
+        `extra`: more of the row's fields to write with it (a final status)."""
         row = row or self.row
         row.messages = frame.messages
         row.iteration = frame.iteration
@@ -522,6 +530,7 @@ class Run(Hooks):
                 "output_tokens",
                 "tools_used",
                 "updated_at",
+                *extra,
             ]
         )
         if self.unsaved_answer and self.live is not None:
@@ -578,11 +587,14 @@ class Run(Hooks):
         lineage = " → ".join("main" if f.depth == 0 else f.label for f in self._ancestry(stack))
         with transaction.atomic():
             self._renew()
-            known = set(
+            known = dict(
                 Suspension.objects.filter(
                     frame=self.row, tool_use_id__in=[c.tool_use_id for c in result.blocking]
-                ).values_list("tool_use_id", flat=True)
+                ).values_list("tool_use_id", "status")
             )
+            # Whether any of the calls waits for a person: one raised before (a retried
+            # step) and still pending, or one raised now that no rule decided.
+            waiting = Suspension.Status.PENDING in known.values()
             agent_row = functools.cache(self._agent_row)
             agent_ladder = functools.cache(lambda: reminders.ladder_of(agent_row()))
             for call in result.blocking:
@@ -644,11 +656,8 @@ class Run(Hooks):
                         {**decision, **auto.payload()},
                         suspension_id=s.pk,
                     )
-            waiting = Suspension.objects.filter(
-                frame=self.row,
-                tool_use_id__in=[c.tool_use_id for c in result.blocking],
-                status=Suspension.Status.PENDING,
-            ).exists()
+                else:
+                    waiting = True
             self._save(frame)
             if not waiting:
                 return True
@@ -963,18 +972,20 @@ class Run(Hooks):
         result: str = "",
         error: str = "",
     ) -> None:
+        ended = {"status": status, "result": result, "error": error, "stack": []}
         with transaction.atomic():
             self._renew()
             if frame is not None:
-                self._save(frame)
-                final = (
+                self.row.status = (
                     StackFrame.Status.COMPLETED
                     if status == Thread.Status.COMPLETED
                     else StackFrame.Status.FAILED
                 )
-                StackFrame.objects.filter(pk=self.row.pk).update(
-                    status=final, result=result or error
-                )
+                self.row.result = result or error
+                # The thread's last event goes after the frame's own, in the same statement;
+                # the frame's final status in the same update as its messages.
+                self._buffer(event_type, ended)
+                self._save(frame, extra=("status", "result"))
             if frame is None or self.row.depth > 0:
                 # A failure ends the frames below the top too: the thread has no stack left.
                 self.thread.frames.filter(status=ACTIVE).update(
@@ -982,11 +993,8 @@ class Run(Hooks):
                 )
             self.thread.result = result
             self.thread.error = error
-            events.record(
-                event_type,
-                thread_id=self.thread.pk,
-                payload={"status": status, "result": result, "error": error, "stack": []},
-            )
+            if frame is None:
+                events.record(event_type, thread_id=self.thread.pk, payload=ended)
             self._close_live()
             self._set_status(status, extra=["result", "error"])
         self.released = True

@@ -286,23 +286,27 @@ def automatic(policy: dict[str, Any], args: Any) -> Automatic | None:
 
 @dataclass
 class Viewer:
-    """What the checks need to know about a person, read once per request."""
+    """What the checks need to know about a person, read once per request. The groups are
+    read when a policy names some (most do not: no statement on a decision's hot path)."""
 
     pk: Any
     username: str
-    groups: set[str] = field(default_factory=set)
+    known_groups: set[str] | None = None
     may_decide: bool = False
+    user: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def groups(self) -> set[str]:
+        if self.known_groups is None:
+            names = self.user.groups.values_list("name", flat=True) if self.user else []
+            self.known_groups = set(names)
+        return self.known_groups
 
     @classmethod
     def of(cls, user: Any) -> "Viewer":
         if user is None or not getattr(user, "is_authenticated", False):
             return cls(None, "", set(), False)
-        return cls(
-            user.pk,
-            user.get_username(),
-            set(user.groups.values_list("name", flat=True)),
-            user.has_perm(DECIDE_PERMISSION),
-        )
+        return cls(user.pk, user.get_username(), None, user.has_perm(DECIDE_PERMISSION), user)
 
 
 def proposal(s: Any) -> Any:

@@ -5,8 +5,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from agents import events
@@ -86,6 +85,8 @@ class LiveWriter:
             self._alone(self._store)
             self.stored = True
             self._wake()
+        except IntegrityError:
+            pass  # the frame is gone (a cancelled run): there is no line to show
         except Exception:
             log.warning("live text of frame %s: write failed", self.frame_id, exc_info=True)
 
@@ -99,23 +100,32 @@ class LiveWriter:
             work()
 
     def _store(self) -> None:
-        fields = {"text": self.written, "activity": self.doing}
-        if self._update(fields):
-            return
-        try:
-            with transaction.atomic():
-                LiveText.objects.create(
-                    frame_id=self.frame_id, thread_id=self.thread_id, seq=1, **fields
-                )
-        except IntegrityError:
-            # Another writer of this frame made the row first (or the frame is gone, and
-            # then this update changes nothing).
-            self._update(fields)
-
-    def _update(self, fields: dict[str, str]) -> int:
-        return LiveText.objects.filter(frame_id=self.frame_id).update(
-            seq=F("seq") + 1, updated_at=timezone.now(), **fields
-        )
+        """One statement: the row made, or its text replaced and its seq bumped. (The ORM
+        has no upsert that can bump a counter, and an update-then-insert was four statements
+        and a commit of its own for a frame's first line.) Both databases read
+        ON CONFLICT ... DO UPDATE (SQLite since 3.24)."""
+        db = connections[LiveText.objects.db]
+        meta = LiveText._meta
+        field = meta.get_field
+        values = [
+            field("frame").get_db_prep_save(self.frame_id, db),
+            field("thread").get_db_prep_save(self.thread_id, db),
+            self.written,
+            self.doing,
+            field("updated_at").get_db_prep_save(timezone.now(), db),
+        ]
+        q = db.ops.quote_name
+        table = q(meta.db_table)
+        frame, thread, seq = (q(field(name).column) for name in ("frame", "thread", "seq"))
+        text, activity, updated = (q(field(n).column) for n in ("text", "activity", "updated_at"))
+        with db.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} ({frame}, {thread}, {text}, {activity}, {seq}, {updated}) "
+                f"VALUES (%s, %s, %s, %s, 1, %s) ON CONFLICT ({frame}) DO UPDATE SET "
+                f"{seq} = {table}.{seq} + 1, {text} = excluded.{text}, "
+                f"{activity} = excluded.{activity}, {updated} = excluded.{updated}",
+                values,
+            )
 
     def _wake(self) -> None:
         try:

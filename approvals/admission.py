@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
@@ -39,10 +39,18 @@ def waiting(agent: AgentDefinition, up_to: int) -> int:
             )
         )
     )
-    counted = pending.values("pk")[:up_to].count()
-    if counted >= up_to:
-        return counted
-    return counted + working.values("pk")[: up_to - counted].count()
+    # Both counts in one statement, each stopping at `up_to` (a LIMIT in a subquery, which
+    # the ORM's count() of a sliced union cannot give on SQLite).
+    parts = [qs.values("pk")[:up_to].query.sql_with_params() for qs in (pending, working)]
+    with connections[Thread.objects.db].cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT COUNT(*) FROM ({}) a), (SELECT COUNT(*) FROM ({}) b)".format(
+                *(sql for sql, _ in parts)
+            ),
+            [*parts[0][1], *parts[1][1]],
+        )
+        counted, working_count = cursor.fetchone()
+    return min(up_to, counted + working_count)
 
 
 def retry_after(agent: AgentDefinition) -> int:

@@ -215,7 +215,8 @@ LOGOUT_REDIRECT_URL = "/login/"
 # authenticate(), so they are not throttled here.
 AUTHENTICATION_BACKENDS = [
     "approvals.lockout.LoginThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # ModelBackend with a user's permissions read in one statement (approvals/permbackend.py).
+    "approvals.permbackend.OneQueryModelBackend",
 ]
 AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))

@@ -88,10 +88,14 @@ class Hooks:
         return None
 
     @contextlib.contextmanager
-    def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Iterator[None]:
+    def tool_scope(
+        self, frame: Frame, tool_use: dict[str, Any], runs: bool = True
+    ) -> Iterator[None]:
         """Wraps one tool's run and the recording of its result. The engine makes the call
         durable before the tool runs and saves the result after it, each in a short
-        transaction of its own: the tool itself runs outside any transaction."""
+        transaction of its own: the tool itself runs outside any transaction. `runs` is False
+        when the result is known without running anything (a decision that is the result, an
+        unknown tool, invalid arguments): there is then no "calling …" to show."""
         yield
 
     def reraises(self, error: Exception) -> bool:
@@ -354,7 +358,7 @@ def _record(
     is_error: bool,
     **extra: Any,
 ) -> None:
-    with hooks.tool_scope(frame, use):
+    with hooks.tool_scope(frame, use, runs=False):
         msgs.add_tool_result(frame.messages, use["id"], content, is_error)
         hooks.tool_result(frame, use, content, is_error, **extra)
 

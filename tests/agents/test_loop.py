@@ -346,9 +346,9 @@ class ImmediateToolsTestCase:
                     "answer:" + ",".join(u["name"] for u in msgs.tool_uses(response.content))
                 )
 
-            def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Any:
+            def tool_scope(self, frame: Frame, tool_use: dict[str, Any], runs: bool = True) -> Any:
                 seen.append(f"open:{tool_use['name']}")
-                return super().tool_scope(frame, tool_use)
+                return super().tool_scope(frame, tool_use, runs)
 
             def tool_result(
                 self,

@@ -70,7 +70,9 @@ class ScopeLog(Hooks):
         self.results: list[str] = []
 
     @contextlib.contextmanager
-    def tool_scope(self, frame: Frame, tool_use: dict[str, Any]) -> Iterator[None]:
+    def tool_scope(
+        self, frame: Frame, tool_use: dict[str, Any], runs: bool = True
+    ) -> Iterator[None]:
         try:
             yield
         except BaseException as e:

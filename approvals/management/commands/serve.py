@@ -78,17 +78,21 @@ class Command(BaseCommand):
         # Celery through gateway.celery_ready, which creates a file once the worker consumes
         # or beat runs: "ready" below means that, not merely "started".
         celery = [py, "-m", "gateway.celery_ready", "-A", "gateway"]
+        # No gossip, mingle or heartbeat events between the workers: nothing here uses them
+        # (the deadlines worker is found by its queue), and each costs broker messages that
+        # every worker reads, busy or idle (bench/README.md).
+        quiet = ("--without-gossip", "--without-mingle", "--without-heartbeat")
         commands.update(
             {
                 "worker": [
                     *celery,
-                    *("worker", "-l", "warning", "-c", str(options["concurrency"])),
+                    *("worker", "-l", "warning", "-c", str(options["concurrency"]), *quiet),
                     *("-Q", settings.CELERY_TASK_DEFAULT_QUEUE),
                 ],
                 # Deadlines and the sweeper on a worker of their own: never behind the runs.
                 "deadlines": [
                     *celery,
-                    *("worker", "-l", "warning", "-c", "1"),
+                    *("worker", "-l", "warning", "-c", "1", *quiet),
                     *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
                 ],
                 "beat": [*celery, "beat", "-l", "warning", "-s", schedule],
