@@ -34,7 +34,7 @@ agents:
 # after its first round 17, 18, 18, 26. SQLite reads the chain's heads with queries of its own
 # where PostgreSQL calls a function.
 BUDGETS = {
-    "postgresql": {"start": 13, "suspend": 15, "decide": 15, "resume": 22},
+    "postgresql": {"start": 13, "suspend": 14, "decide": 15, "resume": 22},
     "sqlite": {"start": 15, "suspend": 14, "decide": 17, "resume": 22},
 }
 
