@@ -1,4 +1,5 @@
-"""The README's curl walk-through, run as written against a server started by `make run`."""
+"""The README's curl walk-through, run as written against a server started by `make run` on
+another port than the default (PORT, as the README says), with only the token pasted in."""
 
 import os
 import re
@@ -66,7 +67,8 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
             what="make run to print its URL",
         )
         assert proc.poll() is None, log.read_text()
-        wait_for(lambda: _answers(port), timeout=90, what="the server to answer")
+        # "Serving on" comes once the server answers (and the workers and beat are ready).
+        assert _answers(port), log.read_text()
         yield proc, port, log
     finally:
         if proc.poll() is None:
@@ -101,12 +103,22 @@ class ReadmeTestCase:
     ) -> None:
         proc, port, log = make_run
         printed = log.read_text()
+        # As many daphne processes as WEB_PROCESSES asks for, all serving the one port.
+        wanted = int(request.node.callspec.params["make_run"].get("WEB_PROCESSES", "1"))
         token = re.search(r"Token:\s+(gw_\S+)", printed).group(1)
         login = re.search(r"Login:\s+(\S+) / (\S+)", printed)
         assert login and login.group(1) == "reviewer"
-        assert f"http://127.0.0.1:{port}/" in printed
-        # As many daphne processes as WEB_PROCESSES asks for, all serving the one port.
-        wanted = int(request.node.callspec.params["make_run"].get("WEB_PROCESSES", "1"))
+        assert f"Serving on http://127.0.0.1:{port}/" in printed
+        # Each part says it is ready before "Serving on", which comes last.
+        said = printed[printed.index("Starting ") :].splitlines()
+        parts = {"worker", "deadlines", "beat"} | {
+            f"web{i + 1}" if wanted > 1 else "web" for i in range(wanted)
+        }
+        ready = [line.removesuffix(" ready") for line in said if line.endswith(" ready")]
+        assert sorted(ready) == sorted(parts), printed
+        assert said.index(f"{ready[-1]} ready") < next(
+            i for i, line in enumerate(said) if line.startswith("Serving on")
+        )
 
         def daphnes() -> list[str]:
             found = subprocess.run(
@@ -117,10 +129,15 @@ class ReadmeTestCase:
         wait_for(lambda: len(daphnes()) == wanted, timeout=30, what=f"{wanted} daphne processes")
 
         script = walkthrough()
-        script = script.replace("http://127.0.0.1:8000", f"http://127.0.0.1:{port}")
+        assert port != 8000 and "${PORT:-8000}" in script
+        # As a reader does: paste the token, and export the PORT make run was given.
         script = script.replace("gw_paste_the_token_make_run_printed", token)
         result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120
+            ["bash", "-euo", "pipefail", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PORT": str(port)},
         )
         assert result.returncode == 0, result.stdout + result.stderr
         out = result.stdout

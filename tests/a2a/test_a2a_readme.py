@@ -1,5 +1,6 @@
 """The README's A2A walk-through, run as written against the live server and the demo agents."""
 
+import os
 import re
 import subprocess
 from typing import Any
@@ -23,11 +24,16 @@ class ReadmeTestCase:
     def test_the_a2a_walkthrough_works_as_written(self, gateway: Gateway, load_agents: Any) -> None:
         load_agents((ROOT / "demo" / "agents.yaml").read_text())
         script = walkthrough()
-        script = script.replace("http://127.0.0.1:8000", gateway.url)
         script = script.replace("gw_paste_the_token_make_run_printed", gateway.token("reviewer"))
+        host, port = gateway.url.removeprefix("http://").rsplit(":", 1)
+        assert host == "127.0.0.1"  # the walk-through's host; the port comes from PORT
 
         result = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=120
+            ["bash", "-euo", "pipefail", "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PORT": port},
         )
 
         assert result.returncode == 0, result.stdout + result.stderr
