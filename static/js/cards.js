@@ -80,6 +80,7 @@
 
   /* The arguments a quorum now votes on: a reviewer's edit restarts the count. */
   function showArgs(card, args) {
+    card.dataset.args = JSON.stringify(args);
     fill(card.querySelector(".args"), pretty(args));
     var editor = card.querySelector("textarea[name=args]");
     if (editor) editor.value = window.GatewayText.escapeJson(pretty(args));
@@ -225,6 +226,7 @@
     var prompt = card.querySelector(".prompt");
     fill(prompt, s.prompt || "");
     card.querySelector(".reasoning").hidden = !s.prompt;
+    card.dataset.args = JSON.stringify(s.input);
     fill(card.querySelector(".args"), pretty(s.input));
     card.querySelector(".thread-link").href = "/threads/" + encodeURIComponent(s.thread) + "/";
     var editor = card.querySelector("textarea[name=args]");
@@ -526,9 +528,10 @@
   /* Editing: a form generated from the tool's schema (or its JSON, for complex schemas),
      a before/after diff reviewed before "Approve edited", and the plain Approve off while an
      edit is pending, so the wrong arguments cannot be approved by accident. */
+  /* The arguments the card shows, as data (the .args text has control markers in it). */
   function original(card) {
     try {
-      return JSON.parse(card.querySelector(".args").textContent);
+      return JSON.parse(card.dataset.args);
     } catch (e) {
       return null;
     }
@@ -602,7 +605,12 @@
       var schema = schemas[card.dataset.id] || {};
       window.GatewaySchema.buildForm(box.querySelector(".schema-form"), schema, original(card) || {}, "f-" + card.dataset.id);
       box.dataset.built = "true";
-      setMode(card, window.GatewaySchema.complex(schema) ? "json" : "form");
+      // JSON mode for a schema the form cannot show well, and for arguments holding invisible
+      // or direction-changing characters: the JSON shows them escaped, a form field would
+      // apply them (static/js/text.js).
+      var args = JSON.stringify(original(card) || {});
+      var controls = window.GatewayText.escapeJson(args) !== args;
+      setMode(card, window.GatewaySchema.complex(schema) || controls ? "json" : "form");
     }
     toggle(card, button, ".edit-box");
     guardApprove(card);

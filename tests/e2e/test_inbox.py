@@ -98,7 +98,7 @@ class InboxTestCase:
         expect(card(page, s).locator(".prompt")).to_have_text("Invoice 118 is due; I will pay it.")
         expect(card(page, s).locator(".countdown")).to_contain_text("left")
         expect(page).to_have_title("(1) Inbox · Approval gateway")
-        args = json.loads(card(page, s).locator(".args").inner_text())
+        args = json.loads(card(page, s).locator(".args").text_content())  # behind "Raw JSON"
         assert args == {
             "from_account": "ACC-1",
             "to_account": "ACC-2",
@@ -147,7 +147,7 @@ class InboxTestCase:
         tid = start(self.api, "mischief")
         s = pending_of(tid)
         expect(card(page, s)).to_be_visible()
-        args = json.loads(card(page, s).locator(".args").inner_text())
+        args = json.loads(card(page, s).locator(".args").text_content())  # behind "Raw JSON"
         assert args["action"] == "<script>alert('action')</script>"
         assert args["details"] == "<img src=x onerror=alert('details')>"
         assert args["link"] == "javascript:alert('link')"
