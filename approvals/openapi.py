@@ -249,17 +249,40 @@ def undescribed() -> list[str]:
     return missing
 
 
+# The document's sections, in the order a reader needs them; others follow in URL order.
+TAGS = {
+    "threads": "Runs: start, read, reply, cancel; decide their suspensions.",
+    "suspensions": "What waits for a decision or an answer.",
+    "events": "The audit trail.",
+    "requests": "Requests of agents that run elsewhere.",
+    "webhooks": "Staff: webhook subscriptions and their deliveries.",
+    "metrics": "Staff: conversation figures.",
+}
+
+
+def _section(route: Route) -> int:
+    tag = route.path.split("/")[2]
+    return list(TAGS).index(tag) if tag in TAGS else len(TAGS)
+
+
 def build() -> dict[str, Any]:
     """The whole document."""
     paths: dict[str, dict[str, Any]] = {}
     models: set[type[BaseModel]] = {Error}
-    for route in api_routes():
+    ids: set[str] = set()
+    for route in sorted(api_routes(), key=_section):
         ops = getattr(route.view, "openapi", None)
         if not ops:
             continue
         item = paths.setdefault(route.path, {})
         for method, op in ops.items():
-            item[method.lower()] = _operation(route, op, route.view)
+            item[method.lower()] = found = _operation(route, op, route.view)
+            # OpenAPI wants each operationId once (two views of one name in two modules).
+            if found["operationId"] in ids:
+                found["operationId"] = (
+                    f"{route.view.__module__.replace('.', '_')}_{found['operationId']}"
+                )
+            ids.add(found["operationId"])
             models.update(m for m in (op.body, *op.responses.values()) if m is not None)
     ordered = sorted(models, key=lambda m: m.__name__)
     _, schemas = models_json_schema(
@@ -279,6 +302,7 @@ def build() -> dict[str, Any]:
             ),
         },
         "security": [{"bearer": []}, {"session": []}],
+        "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
         "paths": paths,
         "components": {
             "schemas": schemas.get("$defs", {}),
