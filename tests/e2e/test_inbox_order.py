@@ -29,6 +29,17 @@ agents:
         tool_calls:
           - {name: transfer_funds, input: {from_account: ACC-1, to_account: ACC-7, amount: 90}}
       - text: Paid.
+  - name: twice
+    model: scripted
+    tools: [transfer_funds]
+    script:
+      - text: Paying the yearly licence.
+        tool_calls:
+          - {name: transfer_funds, input: {from_account: ACC-1, to_account: ACC-7, amount: 90}}
+      - text: And the support plan.
+        tool_calls:
+          - {name: transfer_funds, input: {from_account: ACC-1, to_account: ACC-8, amount: 40}}
+      - text: Both paid.
   - name: urgent
     model: scripted
     tools: [delete_records]
@@ -137,3 +148,42 @@ class InboxOrderTestCase:
         wait_for(lambda: Suspension.objects.get(pk=relaxed.pk).status == "approved")
         mine.get_by_role("link", name="Open thread").click()
         expect(page.locator("#thread-status")).not_to_have_text("suspended")
+
+    @pytest.mark.parametrize("size", SIZES)
+    def test_the_thread_page_says_each_thing_once_and_keeps_cancel_away(self, size: str) -> None:
+        tid = start(self.api, "twice")
+        s = pending_of(tid)
+        page = self.open(size)
+        page.goto(self.site.url(f"/threads/{tid}/"))
+        expect(card(page, s)).to_be_visible()
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+        # The agent's message is said once (the card's reasoning is the line above it), and
+        # the call once (by its card, not also by a "calls transfer_funds" line).
+        said = page.get_by_text("Paying the yearly licence.", exact=True)
+        expect(said.filter(visible=True)).to_have_count(1)
+        expect(page.locator("#transcript")).not_to_contain_text("calls transfer_funds")
+        expect(card(page, s).get_by_text("ACC-7", exact=True).filter(visible=True)).to_have_count(1)
+        # Cancelling the whole run sits in the page's head, not under the card's Approve.
+        cancel = page.get_by_role("button", name="Cancel run")
+        approve = card(page, s).get_by_role("button", name="Approve", exact=True)
+        assert cancel.bounding_box()["y"] + 44 <= card(page, s).bounding_box()["y"]
+        assert approve.bounding_box()["y"] - cancel.bounding_box()["y"] > 150
+        self.site.shoot(page, f"thread-once-{size}")
+
+        # The second call comes live (TOOL_CALLED, then AGENT_SUSPENDED): the same holds.
+        approve.click()
+        second = wait_for(
+            lambda: (
+                Suspension.objects.filter(thread_id=tid, status="pending").exclude(pk=s.pk).first()
+            ),
+            what="the second call",
+        )
+        expect(card(page, second)).to_be_visible()
+        plan = page.get_by_text("And the support plan.", exact=True)
+        expect(plan.filter(visible=True)).to_have_count(1)
+        expect(page.locator("#transcript")).not_to_contain_text("calls transfer_funds")
+        expect(said.filter(visible=True)).to_have_count(1)
+        self.site.shoot(page, f"thread-once-live-{size}")
+        card(page, second).get_by_role("button", name="Approve", exact=True).click()
+        expect(page.locator("#thread-status")).to_have_text("completed")
+        expect(cancel).to_be_hidden()
