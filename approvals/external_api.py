@@ -11,6 +11,8 @@ runs in the event loop (approvals.external_wait), holding no worker thread.
 import re
 from typing import Any, Literal
 
+import jsonschema
+import referencing.exceptions
 from django.conf import settings
 from django.db import IntegrityError
 from django.http import HttpRequest, JsonResponse
@@ -148,7 +150,18 @@ def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
         except ValueError as e:
             fields["schema"] = str(e).partition(": ")[2] or str(e)
         else:
-            if isinstance(arguments, dict) and (wrong := checked.validate(arguments)):
+            try:
+                wrong = checked.validate(arguments) if isinstance(arguments, dict) else {}
+            except (
+                jsonschema.exceptions.SchemaError,
+                referencing.exceptions.Unresolvable,
+                re.error,
+            ) as e:
+                # A schema that passes the metaschema but cannot be applied (a $ref to
+                # nowhere, a pattern that is not a regular expression): the caller's to fix.
+                fields["schema"] = f"The schema cannot check arguments: {e}"
+                wrong = {}
+            if wrong:
                 fields["arguments"] = "; ".join(f"{k or '(top)'}: {v}" for k, v in wrong.items())
     if fields:
         raise BadRequest("The request cannot be raised.", fields)

@@ -3,6 +3,7 @@ raising across retries, connection errors, 429, long polls, require_approval and
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,32 @@ class ClientTestCase:
             self.reviewer.decide("payments-bot", {"approved": True})
         finally:
             db.connection.close()
+
+
+def test_the_long_poll_checks_who_is_asking(
+    gateway_url: str, agent_token: str, users: dict[str, Any]
+) -> None:
+    from tests.external.conftest import token
+
+    with Gateway(gateway_url, agent_token, agent="payments-bot") as gw:
+        made = gw.raise_request("pay", {"amount": 1})
+    path = f"{gateway_url}/api/requests/{made.id}"
+
+    def get(who: str | None, url: str = path, wait: str = "5") -> httpx.Response:
+        headers = {"Authorization": f"Bearer {who}"} if who else {}
+        return httpx.get(url, params={"wait": wait}, headers=headers, timeout=30)
+
+    started = time.monotonic()
+    assert get(None).status_code == 401
+    assert get("gw_not-a-token").status_code == 401
+    other = get(token(users["teammate"], "runs"))
+    assert other.status_code == 403 and other.json()["scope"] == "read"
+    admin_only = get(token(users["admin"], "admin"))
+    assert admin_only.status_code == 403 and admin_only.json()["error"] == "insufficient_scope"
+    assert get(agent_token, f"{gateway_url}/api/requests/{uuid.uuid4()}").status_code == 404
+    assert get(agent_token, wait="soon").status_code == 400
+    # None of these waited.
+    assert elapsed(started) < 5
 
 
 def test_connection_errors_are_retried_until_the_gateway_is_back(

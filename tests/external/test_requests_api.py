@@ -200,6 +200,8 @@ agents:
             ({"run_id": ""}, "run_id"),
             ({"agent": "has space"}, "agent"),
             ({"schema": {"type": "wat"}}, "schema"),
+            ({"schema": {"$ref": "#/nowhere"}}, "schema"),
+            ({"schema": {"properties": {"to": {"type": "string", "pattern": "("}}}}, "schema"),
             ({"arguments": {"amount": 5000, "to": "ACME"}}, "arguments"),
             ({"timeout": 0}, "timeout"),
             ({"on_timeout": "maybe"}, "on_timeout"),
