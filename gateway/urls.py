@@ -1,7 +1,9 @@
 """URLs: the JSON API, the admin, and the reviewer pages."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from approvals import api, event_api, extend_api, external_api, openapi
 from approvals.a2a.card import agent_card
@@ -31,6 +33,8 @@ urlpatterns = [
     # A2A: the agent card; the JSON-RPC endpoint /a2a is served beside Django (gateway.asgi).
     path(".well-known/agent-card.json", agent_card, name="agent_card"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico on pages that name no icon (the admin's): the vendored one.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     # /metrics, /api/metrics/conversations and the metrics page /insights/.
     path("", include("metrics.urls")),
     path("email/", include("notify.urls")),

@@ -101,6 +101,9 @@ class AccessibilityTestCase:
         response = page.request.get(self.site.url("/static/favicon.svg"))
         assert response.status == 200
         assert response.headers["content-type"].startswith("image/svg+xml")
+        # Pages that name no icon (the admin's) get it at the address browsers try.
+        response = page.request.get(self.site.url("/favicon.ico"), max_redirects=0)
+        assert response.status == 301 and response.headers["location"] == "/static/favicon.svg"
         # Tab from the heading to the controls after it: each carries a visible outline.
         page.locator("h1").click()
         for _ in range(3):
