@@ -18,6 +18,8 @@ from tests.e2e.conftest import Site
 from tests.external.conftest import Later, approve_edited, token
 
 AGENT = "billing-graph"
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
 SCHEMA = {
     "type": "object",
     "properties": {"amount": {"type": "integer"}, "to": {"type": "string"}},
@@ -79,7 +81,7 @@ class LangGraphTestCase:
         )
 
     def test_the_graph_waits_for_the_reviewer_and_pays_the_edited_amount(self) -> None:
-        page = self.site.login("reviewer")
+        page = self.site.login("reviewer", viewport=DESKTOP)
         graph = self.start("invoice-118")
         s = self.waiting()
         box = card(page, s)
@@ -98,10 +100,12 @@ class LangGraphTestCase:
         assert resumed.count() == 1
 
     def test_a_rejection_in_the_browser_reaches_the_graph(self) -> None:
-        page = self.site.login("reviewer")
+        page = self.site.login("reviewer", viewport=PHONE)
         graph = self.start("invoice-119")
         s = self.waiting()
         box = card(page, s)
+        expect(box).to_be_visible()
+        self.site.shoot(page, "external-langgraph-inbox-phone")
         box.get_by_role("button", name="Reject…").click()
         box.locator("input[name=reason]").fill("already paid")
         box.get_by_role("button", name="Reject", exact=True).click()
