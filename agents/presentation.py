@@ -113,6 +113,14 @@ def asked_via(lineage: str) -> str:
     return ", then ".join(p.split(":", 1)[-1] for p in between if p)
 
 
+def asker(lineage: str, agent: str) -> str:
+    """Who asks, as the card names it: the agent, with its instance number when it is one of
+    several run side by side ("researcher[2]")."""
+    last = [p.strip() for p in (lineage or "").split("→")][-1]
+    name = last.split(":", 1)[-1] if last and last != "main" else ""
+    return name or agent
+
+
 def payload(s: Any) -> dict[str, Any]:
     """The card's explanation of a suspension (agents.actions.suspension_payload)."""
     kept = s.presentation or {}
@@ -132,4 +140,5 @@ def payload(s: Any) -> dict[str, Any]:
         "approve_does": kept.get("approve_does", ""),
         "reject_reasons": list(kept.get("reject_reasons") or []),
         "asked_via": asked_via(s.lineage),
+        "asker": asker(s.lineage, s.agent_name),
     }

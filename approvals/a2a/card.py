@@ -52,7 +52,9 @@ def build_card(base: str) -> AgentCard:
             "one agent; name it in the message's metadata as `agent` (the first skill is the "
             "default). A task waits in input-required while a person is needed: answer a "
             'question with a text part, decide an approval with a data part {"decision": '
-            '{"suspension", "approved", "reason", "modifiedArgs"}}.'
+            '{"suspension", "approved", "reason", "modifiedArgs"}}, answer the agent instead '
+            'with {"decision": {"suspension", "response"}} where the tool allows it, or dismiss '
+            'a request from the inbox with {"decision": {"suspension", "ignore": true}}.'
         ),
         version=release,
         capabilities=AgentCapabilities(

@@ -215,7 +215,7 @@
     card.dataset.onTimeout = s.on_timeout || "reject";
     var shown = s.presentation || {};
     card.dataset.summaryTemplate = shown.summary_template || "";
-    fill(card.querySelector(".agent"), s.agent);
+    fill(card.querySelector(".agent"), shown.asker || s.agent);
     fill(card.querySelector(".via"), shown.asked_via || "");
     card.querySelector(".lineage").hidden = !shown.asked_via;
     fill(card.querySelector(".summary"), shown.summary || s.tool);

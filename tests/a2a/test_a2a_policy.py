@@ -78,7 +78,35 @@ class A2APolicyTestCase:
             + agent("small", '{auto_approve: [{arg: amount, op: "<", value: 500}]}').replace(
                 "agents:\n", ""
             )
+            + agent("chatty", "{allow_respond: true}").replace("agents:\n", "")
+            + agent("strict", "{allow_ignore: false}").replace("agents:\n", "")
         )
+
+    def test_a_response_and_an_ignore_go_through_the_same_checks(self) -> None:
+        # Allowed: the reviewer's answer decides, audited; the task goes on.
+        task_id = start(self.gateway, "chatty", who="operator")
+        r = decide(self.gateway, task_id, "reviewer", response="Pay after the credit note.")
+        assert r.status_code == 200 and "result" in r.json(), r.text
+        [event] = decided(task_id)
+        assert event.payload["status"] == "responded" and event.actor.username == "alice"
+        # Not allowed (allow_respond is off by default): refused, nothing written.
+        task_id = start(self.gateway, "eyes", who="operator")
+        error = error_of(decide(self.gateway, task_id, "reviewer", response="Later."), 403)
+        assert error["code"] == -31403
+        assert "does not let a reviewer answer the agent" in error["message"]
+        assert decided(task_id) == []
+        # An ignore: the task still waits, and the trail says who dismissed it.
+        r = decide(self.gateway, task_id, "reviewer", ignore=True)
+        assert r.status_code == 200 and "result" in r.json(), r.text
+        s = Suspension.objects.get(thread_id=task_id)
+        assert s.status == "pending" and s.ignored_by_name == "alice"
+        ignored = Event.objects.get(suspension=s, type="SUSPENSION_IGNORED")
+        assert ignored.actor.username == "alice"
+        # A tool whose policy forbids it refuses the ignore.
+        task_id = start(self.gateway, "strict", who="operator")
+        error = error_of(decide(self.gateway, task_id, "reviewer", ignore=True), 403)
+        assert "does not let a reviewer dismiss it" in error["message"]
+        assert not Event.objects.filter(thread_id=task_id, type="SUSPENSION_IGNORED").exists()
 
     def test_who_started_the_task_may_not_decide_it(self) -> None:
         task_id = start(self.gateway, "eyes", who="reviewer")

@@ -109,6 +109,11 @@ class AskedViaTestCase:
     def test_the_agents_in_between_are_named_without_main(self, lineage: str, via: str) -> None:
         assert presentation.asked_via(lineage) == via
 
+    def test_the_asker_is_named_with_its_instance(self) -> None:
+        assert presentation.asker("main", "payer") == "payer"
+        assert presentation.asker("main → agent:researcher[2]", "researcher") == "researcher[2]"
+        assert presentation.asker("main → skill:writer", "writer") == "writer"
+
 
 @pytest.mark.django_db
 def test_the_engine_keeps_the_presentation_with_the_suspension(load_agents: Any) -> None:

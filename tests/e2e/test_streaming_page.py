@@ -150,7 +150,7 @@ class StreamingPageTestCase:
         second = pending(tid, "Publish the weekly report")
         # The instance's own card stays in the transcript, where a reviewer answers it.
         expect(card(page, second)).to_be_visible()
-        expect(card(page, second).locator(".lineage")).to_contain_text("asker[2]")
+        expect(card(page, second).locator(".agent")).to_have_text("asker[2]")
         for p, name in ((page, "desktop"), (phone, "phone")):
             expect(line(p, "asker[2]").locator(".state")).to_have_text("waiting for approval")
             self.site.shoot(p, f"thread-batch-{name}")

@@ -87,7 +87,8 @@ class SubAgentChatTestCase:
             what="the research agent's confirmation",
         )
         card = page.locator(f"#s-{s.id}")
-        expect(card.locator(".lineage")).to_have_text("main → skill:writer → agent:research")
+        expect(card.locator(".agent")).to_have_text("research")
+        expect(card.locator(".lineage")).to_have_text("via writer")
         card.get_by_role("button", name="Approve", exact=True).click()
 
         # The research agent completes: its frame is popped and the writer talks again.

@@ -66,7 +66,9 @@ class ThreadLiveTestCase:
         card(page, first).get_by_role("button", name="Approve", exact=True).click()
         expect(stack).to_have_text(["boss", "skill:writer"])
         second = next_pending(tid, {str(first.id)})
-        expect(card(page, second).locator(".lineage")).to_have_text("main → skill:writer")
+        # The card names who asks, without the stack's words ("main → skill:writer").
+        expect(card(page, second).locator(".agent")).to_have_text("writer")
+        expect(card(page, second).locator(".lineage")).to_be_hidden()
         expect(page.locator("#thread-status")).to_have_text("suspended")
 
         card(page, second).get_by_role("button", name="Approve", exact=True).click()
