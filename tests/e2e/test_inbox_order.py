@@ -2,6 +2,7 @@
 arrives live; the order switch remembered; decided cards leave with a line saying who decided;
 counts per agent and tool follow; sort and filter fold behind one button on a phone."""
 
+import re
 from typing import Any
 
 import pytest
@@ -187,3 +188,9 @@ class InboxOrderTestCase:
         card(page, second).get_by_role("button", name="Approve", exact=True).click()
         expect(page.locator("#thread-status")).to_have_text("completed")
         expect(cancel).to_be_hidden()
+        # Decided cards, live and as the server draws them, show no raw ISO timestamp.
+        for _ in range(2):
+            for decided in (s, second):
+                expect(card(page, decided)).not_to_contain_text(re.compile(r"\d{4}-\d\d-\d\dT"))
+                expect(card(page, decided).locator(".outcome")).to_have_text("approved by alice")
+            page.reload()
