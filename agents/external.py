@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, policy, reminders
+from agents import events, policy, presentation, reminders
 from agents.actions import suspension_payload
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
@@ -45,6 +45,11 @@ class Request:
     timeout: int  # seconds
     on_timeout: str  # Suspension.OnTimeout
     key: str  # the idempotency key: one request per key within a run
+    # How the card explains the call (agents.presentation): the tool's description, a summary
+    # template over the arguments, reasons offered for a rejection.
+    description: str = ""
+    summary: str | None = None
+    reject_reasons: tuple[str, ...] = ()
 
 
 class RunEnded(Exception):
@@ -115,13 +120,18 @@ def raise_request(
             frame = thread.frames.get(depth=0)
         tool = Tool(
             name=request.tool,
-            description="",
+            description=request.description,
             input_schema=request.schema,
             execution_mode=BLOCKING,
             timeout=request.timeout,
             on_timeout=request.on_timeout,
             kind=request.kind,
+            summary=request.summary,
+            reject_reasons=request.reject_reasons,
         )
+        shown = presentation.snapshot(tool)
+        if request.kind == Suspension.Kind.CONFIRMATION:
+            shown["approve_does"] = f"The agent runs {request.tool} with these arguments."
         expires_at = now + timedelta(seconds=request.timeout)
         in_force = policy.effective(rules.policy or {}, tool)
         auto = policy.automatic(in_force, request.arguments)
@@ -159,6 +169,7 @@ def raise_request(
             agent_version=agent.version,
             tool_digest="",
             policy=kept,
+            presentation=shown,
             **decided,
         )
         where = {"frame": agent.name, "depth": 0, "external_run_id": request.run_id}

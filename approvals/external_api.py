@@ -18,7 +18,7 @@ from django.db import IntegrityError
 from django.http import HttpRequest, JsonResponse
 from pydantic import Field
 
-from agents import external
+from agents import external, presentation
 from agents.models import AgentDefinition, Suspension
 from agents.runtime.tools import CONFIRMATION, INPUT, ON_TIMEOUT, Tool
 from approvals import admission, ratelimits, scopes
@@ -49,6 +49,9 @@ FIELDS = {
     "on_timeout",
     "policy",
     "idempotency_key",
+    "description",
+    "summary",
+    "reject_reasons",
 }
 READ_SCOPES = (Scope.READ, Scope.DECIDE, Scope.RUNS)
 SEE_OTHERS = "This token may read only the requests its user raised: another's needs read."
@@ -72,6 +75,11 @@ class RaiseRequest(Body):
     policy: str | None = Field(
         None, description="An agent definition whose policy applies (default: the asker's)."
     )
+    description: str = Field("", description="What the tool does, shown on the card.")
+    summary: str | None = Field(
+        None, description="The card's one line, a template over the arguments: 'Pay {amount}'."
+    )
+    reject_reasons: list[str] | None = Field(None, description="Reasons offered for a rejection.")
 
 
 class ExternalRequest(SuspensionModel):
@@ -163,6 +171,22 @@ def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
                 wrong = {}
             if wrong:
                 fields["arguments"] = "; ".join(f"{k or '(top)'}: {v}" for k, v in wrong.items())
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        fields["description"] = "Text: what the tool does, for the reviewer."
+    elif too_long := text_too_long(description, settings.MAX_MESSAGE_CHARS):
+        fields["description"] = too_long
+    summary = data.get("summary")
+    reasons: tuple[str, ...] = ()
+    if "tool" not in fields:
+        try:
+            presentation.check_summary(summary, schema if isinstance(schema, dict) else {}, tool)
+        except ValueError as e:
+            fields["summary"] = str(e).partition(": ")[2] or str(e)
+        try:
+            reasons = presentation.check_reject_reasons(data.get("reject_reasons"), tool)
+        except ValueError as e:
+            fields["reject_reasons"] = str(e).partition(": ")[2] or str(e)
     if fields:
         raise BadRequest("The request cannot be raised.", fields)
     request = external.Request(
@@ -176,6 +200,9 @@ def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
         timeout=timeout,
         on_timeout=on_timeout,
         key=key,
+        description=description,
+        summary=summary,
+        reject_reasons=reasons,
     )
     return request, rules
 

@@ -35,6 +35,7 @@ class State(TypedDict):
 def build(gw: Gateway, ran: list[tuple[int, str]], timeout: int = 600, calls: int = 1) -> Any:
     @require_approval(gw, prompt="Pay {amount} to {to}?", schema=SCHEMA, timeout=timeout)
     def pay(amount: int, to: str) -> str:
+        """Pays an invoice from the main account."""
         ran.append((amount, to))
         return f"paid {amount} to {to}"
 
@@ -89,6 +90,7 @@ class LangGraphTestCase:
         expect(box.locator(".tool")).to_have_text("pay")
         expect(box.locator(".prompt")).to_have_text("Pay 120 to ACME?")
         expect(box).to_contain_text("ACME")
+        expect(box).to_contain_text("Pays an invoice from the main account.")
         expect(box).to_contain_text("120")
         assert self.ran == []  # stopped at interrupt(), nothing paid
         self.site.shoot(page, "external-langgraph-inbox-desktop")

@@ -96,6 +96,7 @@ class OpenAIAgentsTestCase:
         expect(box).to_be_visible()
         expect(box.locator(".tool")).to_have_text("pay")
         expect(box.locator(".prompt")).to_have_text("Pay invoice 118?")
+        expect(box).to_contain_text("Pay an invoice.")  # the tool's description
         assert agent.proc.poll() is None and agent.ran() == []  # stopped, nothing paid
         self.site.shoot(page, "external-openai-agents-inbox-desktop")
         box.get_by_role("button", name="Approve", exact=True).click()

@@ -81,6 +81,24 @@ class RequestsApiTestCase:
         r = self.agent.post("/api/requests", ask(idempotency_key="pay-acme-2"))
         assert r.status_code == 201 and r.json()["thread"] == body["thread"]
 
+    def test_the_card_shows_what_the_agent_says_of_its_tool(self) -> None:
+        r = self.agent.post(
+            "/api/requests",
+            ask(
+                description="Pays an invoice from the main account.",
+                summary="Pay {amount} to {to}",
+                reject_reasons=["Wrong payee", "Already paid"],
+            ),
+        )
+        assert r.status_code == 201, r.content
+        shown = r.json()["presentation"]
+        assert shown["description"] == "Pays an invoice from the main account."
+        assert shown["summary"] == "Pay 120 to ACME"  # filled in from the arguments
+        assert shown["reject_reasons"] == ["Wrong payee", "Already paid"]
+        assert shown["approve_does"] == "The agent runs pay with these arguments."
+        r = self.agent.post("/api/requests", ask(idempotency_key="k2", summary="Pay {payee}"))
+        assert r.status_code == 400 and "summary" in r.json()["fields"]
+
     def test_the_same_key_twice_makes_one_request(self) -> None:
         first = self.agent.post("/api/requests", ask())
         again = self.agent.post("/api/requests", ask())

@@ -142,6 +142,9 @@ def _body(
     timeout: int | None,
     on_timeout: str,
     policy: str | None,
+    description: str | None = None,
+    summary: str | None = None,
+    reject_reasons: list[str] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "agent": agent,
@@ -159,6 +162,12 @@ def _body(
         body["timeout"] = timeout
     if policy is not None:
         body["policy"] = policy
+    if description:
+        body["description"] = description
+    if summary is not None:
+        body["summary"] = summary
+    if reject_reasons is not None:
+        body["reject_reasons"] = reject_reasons
     return body
 
 
@@ -235,9 +244,14 @@ class Gateway:
         timeout: int | None = None,
         on_timeout: str = "reject",
         policy: str | None = None,
+        description: str | None = None,
+        summary: str | None = None,
+        reject_reasons: list[str] | None = None,
     ) -> Request:
         """Raise a request (once per `key`, however often it is retried); returns it as the
-        gateway made it, pending unless a policy rule decided it at once."""
+        gateway made it, pending unless a policy rule decided it at once. `description`,
+        `summary` (a template over the arguments, "Pay {amount} to {to}") and
+        `reject_reasons` are what the reviewer's card shows."""
         body = _body(
             self.agent,
             self.run_id,
@@ -250,6 +264,9 @@ class Gateway:
             timeout=timeout,
             on_timeout=on_timeout,
             policy=policy,
+            description=description,
+            summary=summary,
+            reject_reasons=reject_reasons,
         )
         return Request.of(self._call("POST", "/api/requests", json=body))
 
@@ -351,6 +368,9 @@ class AsyncGateway:
         timeout: int | None = None,
         on_timeout: str = "reject",
         policy: str | None = None,
+        description: str | None = None,
+        summary: str | None = None,
+        reject_reasons: list[str] | None = None,
     ) -> Request:
         body = _body(
             self.agent,
@@ -364,6 +384,9 @@ class AsyncGateway:
             timeout=timeout,
             on_timeout=on_timeout,
             policy=policy,
+            description=description,
+            summary=summary,
+            reject_reasons=reject_reasons,
         )
         return Request.of(await self._call("POST", "/api/requests", json=body))
 

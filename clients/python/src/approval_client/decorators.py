@@ -24,6 +24,11 @@ def _prompt(prompt: str | Callable[..., str] | None, arguments: dict[str, Any]) 
     return prompt.format(**arguments)
 
 
+def description(fn: Callable[..., Any]) -> str:
+    """What the card says the tool does: the first paragraph of its docstring."""
+    return (inspect.getdoc(fn) or "").split("\n\n")[0].strip()
+
+
 def require_approval(
     gateway: Gateway | AsyncGateway,
     *,
@@ -50,6 +55,7 @@ def require_approval(
 
         def request_options(arguments: dict[str, Any]) -> dict[str, Any]:
             return {
+                "description": description(fn),
                 "key": key(**arguments) if key else None,
                 "prompt": _prompt(prompt, arguments),
                 "schema": schema,

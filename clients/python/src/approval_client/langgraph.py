@@ -40,7 +40,7 @@ from langgraph.func import task
 from langgraph.types import Command, interrupt
 
 from approval_client.client import Gateway, Request, StillPending
-from approval_client.decorators import _arguments, _prompt
+from approval_client.decorators import _arguments, _prompt, description
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "gateway_request"
@@ -88,6 +88,7 @@ def require_approval(
                 key=_key(name, arguments),
                 prompt=_prompt(prompt, arguments),
                 schema=schema,
+                description=description(fn),
                 **options,
             )
             interrupt({MARK: made.id, "tool": name, "arguments": arguments})

@@ -44,12 +44,14 @@ class GatewayApprovals:
         # raise_request options for every call: timeout, on_timeout, policy.
         self.options = options
         self.schemas: dict[str, dict[str, Any]] = {}
+        self.descriptions: dict[str, str] = {}
         # (tool, canonical arguments) a reviewer approved as an edit, not yet called again.
         self.edits: set[tuple[str, str]] = set()
 
     def gate(self, tool: FunctionTool, prompt: str | None = None) -> FunctionTool:
         """`tool`, its calls decided by the gateway's reviewers."""
         self.schemas[tool.name] = tool.params_json_schema
+        self.descriptions[tool.name] = tool.description
         name = tool.name
 
         async def needs_approval(
@@ -73,6 +75,7 @@ class GatewayApprovals:
             arguments,
             key=f"call-{call_id}",
             schema=self.schemas.get(tool),
+            description=self.descriptions.get(tool),
             prompt=prompt or f"The agent wants to call {tool}.",
             **self.options,
         )
