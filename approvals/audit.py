@@ -234,6 +234,7 @@ def audit_page(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "page": page,
             "total": paginator.count,
+            "active_filters": sum(1 for name in form.fields if request.GET.get(name)),
             "query": query.urlencode(),
             "nav": "audit",
         },

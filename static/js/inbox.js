@@ -111,15 +111,22 @@
     gone.id = "gone-" + card.dataset.id;
     gone.setAttribute("role", "status");
     gone.tabIndex = -1;
+    // What it was (the card's summary, else its tool) and by whom: cards.js and the server
+    // wrote these as text nodes and control markers, copied as they are.
+    function copy(from, to) {
+      if (from) from.childNodes.forEach(function (node) { to.appendChild(node.cloneNode(true)); });
+    }
     var what = document.createElement("span");
     what.className = "what";
-    fill(what, (card.dataset.tool || "") + " · " + (card.dataset.agent || ""));
+    var summary = card.querySelector(".summary");
+    if (summary && summary.textContent.trim()) copy(summary, what);
+    else fill(what, card.dataset.tool || "");
+    what.append(" · ");
+    what.appendChild(document.createElement("span"));
+    fill(what.lastChild, card.dataset.agent || "");
     var outcome = document.createElement("span");
     outcome.className = "outcome";
-    // cards.js wrote the outcome as text nodes and control markers: copied as they are.
-    card.querySelector(".outcome").childNodes.forEach(function (node) {
-      outcome.appendChild(node.cloneNode(true));
-    });
+    copy(card.querySelector(".outcome"), outcome);
     var link = document.createElement("a");
     link.className = "thread-link";
     link.href = "/threads/" + encodeURIComponent(card.dataset.thread) + "/";
@@ -169,16 +176,6 @@
   }
 
   var ENDS = ["SUSPENSION_DECIDED", "SUSPENSION_TIMEOUT", "SUSPENSION_CANCELLED"];
-
-  /* Sort and filter: one button opens them on a phone (on a desktop they are always shown). */
-  var toggle = document.getElementById("filter-toggle");
-  var filterForm = document.getElementById("filters");
-  toggle.addEventListener("click", function () {
-    var open = toggle.getAttribute("aria-expanded") !== "true";
-    toggle.setAttribute("aria-expanded", String(open));
-    filterForm.classList.toggle("open", open);
-    if (open) filterForm.querySelector("select").focus();
-  });
 
   function wanted(s) {
     return (!filters.agent || filters.agent === s.agent) &&

@@ -59,6 +59,7 @@ class AuditPageTestCase:
         expect(item.locator(".timeline")).to_contain_text("Tool error")
         self.site.shoot(admin, "audit-desktop")
 
+        expect(admin.get_by_role("button", name="Filters")).to_be_hidden()  # a desktop shows them
         admin.select_option("select[name=outcome]", "rejected")
         admin.select_option("select[name=reviewer]", "alice")
         admin.select_option("select[name=tool]", "transfer_funds")

@@ -130,7 +130,7 @@ class InboxOrderTestCase:
         assert r.status_code == 202, r.content
         gone = page.locator(f"#gone-{urgent.id}")
         expect(gone).to_be_visible()
-        expect(gone.locator(".what")).to_have_text("delete_records · urgent")
+        expect(gone.locator(".what")).to_have_text("Delete 5000 records from sessions · urgent")
         expect(gone.locator(".outcome")).to_have_text("rejected by bob: keep them")
         expect(gone.get_by_role("button")).to_have_count(0)  # final: nothing to undo
         expect(page.locator(f"#s-{urgent.id}")).to_have_count(0)
