@@ -22,11 +22,15 @@ def value_text(value: Any) -> str:
 
 
 def _order(schema: dict[str, Any], *values: Any) -> list[str]:
-    """The schema's fields first, in its order, then any others the values have."""
-    names = list((schema or {}).get("properties") or {})
+    """The required fields in the schema's order, then its other fields, then any others the
+    values have, each by name. The required list keeps its order in every database; the keys
+    of an object do not (PostgreSQL's jsonb sorts them), so the rest are sorted."""
+    schema = schema or {}
+    names = [n for n in schema.get("required") or [] if isinstance(n, str)]
+    names += sorted(k for k in schema.get("properties") or {} if k not in names)
     for value in values:
         if isinstance(value, dict):
-            names += [k for k in value if k not in names]
+            names += sorted(k for k in value if k not in names)
     return names
 
 

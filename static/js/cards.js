@@ -125,12 +125,9 @@
     return JSON.stringify(value);
   }
 
+  /* approvals/templatetags/cards.py `_order`: required fields first, then the rest by name. */
   function fieldOrder(schema, values) {
-    var names = Object.keys((schema && schema.properties) || {});
-    values.forEach(function (v) {
-      if (v && typeof v === "object") Object.keys(v).forEach(function (k) { if (names.indexOf(k) === -1) names.push(k); });
-    });
-    return names;
+    return window.GatewaySchema.fieldNames(schema, values);
   }
 
   /* The arguments as a table of fields (the raw JSON stays behind its toggle). */

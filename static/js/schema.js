@@ -110,9 +110,23 @@
     });
   }
 
-  function fieldNames(schema, value) {
-    var names = Object.keys((schema && schema.properties) || {});
-    Object.keys(value || {}).forEach(function (k) { if (names.indexOf(k) === -1) names.push(k); });
+  /* The order fields are shown in: the required ones in the schema's order, then its other
+     fields, then any others the values have, each by name (approvals/templatetags/cards.py
+     `_order`; PostgreSQL's jsonb keeps no key order, the required list keeps its own). */
+  function fieldNames(schema, values) {
+    var s = schema || {};
+    var names = (Array.isArray(s.required) ? s.required : []).filter(function (n) {
+      return typeof n === "string";
+    });
+    function add(keys) {
+      keys.filter(function (k) { return names.indexOf(k) === -1; }).sort().forEach(function (k) {
+        if (names.indexOf(k) === -1) names.push(k);
+      });
+    }
+    add(Object.keys(s.properties || {}));
+    (Array.isArray(values) ? values : [values]).forEach(function (v) {
+      if (v && typeof v === "object" && !Array.isArray(v)) add(Object.keys(v));
+    });
     return names;
   }
 
@@ -274,6 +288,7 @@
 
   window.GatewaySchema = {
     validate: validate,
+    fieldNames: fieldNames,
     buildForm: buildForm,
     readForm: readForm,
     showFormErrors: showFormErrors,

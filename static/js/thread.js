@@ -74,12 +74,14 @@
         };
       case "AGENT_SUSPENDED":
         return {
-          tone: "decision", who: p.lineage || p.agent || "",
+          tone: "decision", who: (p.presentation && p.presentation.asker) || p.agent || "",
           text: "waits for " + (p.kind === "input" ? "an answer" : "a decision"),
         };
       case "SUSPENSION_DECIDED": {
         var text;
-        if (p.response !== null && p.response !== undefined) {
+        if (p.status === "responded") {
+          text = "answered instead of deciding " + (p.tool || "") + ": " + p.response;
+        } else if (p.response !== null && p.response !== undefined) {
           text = "answered: " + p.response;
         } else {
           text = (p.status || "") + " " + (p.tool || "") + (p.reason ? ": " + p.reason : "");
@@ -89,6 +91,11 @@
           pre: p.modifiedArgs !== null && p.modifiedArgs !== undefined ? pretty(p.modifiedArgs) : "",
         };
       }
+      case "SUSPENSION_IGNORED":
+        return {
+          tone: "system", who: actor || p.by || "",
+          text: "dismissed " + (p.tool || "") + " from the inbox; its deadline still applies",
+        };
       case "SUSPENSION_VOTED":
         return {
           tone: "decision", who: actor || p.by || "",
@@ -563,7 +570,10 @@
     });
   }
 
-  transcript.querySelectorAll("time[datetime]").forEach(localTime);
+  // The transcript's own times; a card writes its deadline and ladder itself (cards.js).
+  transcript.querySelectorAll("time[datetime]").forEach(function (t) {
+    if (!t.closest(".card")) localTime(t);
+  });
   mergeInstances(live.data.instances);
   mergeUsage(live.data.usage);
   transcript.querySelectorAll(":scope > li[data-lane]").forEach(place);

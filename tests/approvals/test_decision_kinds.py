@@ -218,8 +218,25 @@ class IgnoreTestCase:
         assert f'id="s-{self.s.pk}"' in client.get("/").content.decode()
         assert self.alice.post(self.url, {"ignore": True}).status_code == 202
         assert f'id="s-{self.s.pk}"' not in client.get("/").content.decode()
-        # Still on its thread's page, where it can be decided.
-        assert f'id="s-{self.s.pk}"' in client.get(f"/threads/{self.thread.pk}/").content.decode()
+        # Still on its thread's page, where it can be decided, and the transcript says so.
+        page = client.get(f"/threads/{self.thread.pk}/").content.decode()
+        assert f'id="s-{self.s.pk}"' in page
+        assert "dismissed transfer_funds from the inbox; its deadline still applies" in page
+        assert 'Dismissed from the inbox by <span class="ignored-by">alice</span>' in page
+
+    def test_the_thread_page_shows_an_edited_approval_s_arguments(self, client: Any) -> None:
+        edited = {**state.TRANSFER, "amount": 150}
+        assert (
+            self.alice.post(self.url, {"approved": True, "modifiedArgs": edited}).status_code == 202
+        )
+        client.force_login(self.users["teammate"])
+        page = client.get(f"/threads/{self.thread.pk}/").content.decode()
+        card = page[page.index(f'id="s-{self.s.pk}"') :]
+        card = card[: card.index("</article>")]
+        ran = card[card.index('class="ran-with"') :]
+        assert "Approved with edited arguments" in ran
+        assert '<tr class="changed"><th scope="row">amount</th><td class="before">200</td>' in ran
+        assert '<td class="after">150</td>' in ran
 
     def test_the_deadline_still_applies(self) -> None:
         assert self.alice.post(self.url, {"ignore": True}).status_code == 202
