@@ -15,7 +15,8 @@
   var fill = window.GatewayText.fill;
   var order = live.data.order || "urgent";
   var created = live.data.created || {};  // suspension id -> when it was raised (ISO 8601)
-  var counts = live.data.counts || { agents: {}, tools: {} };
+  // null while too many wait to count them (approvals.views.COUNTED_LIMIT): no counts shown.
+  var counts = live.data.counts;
   // A decided card's notice stays this long, and while it has the focus or the pointer.
   var NOTICE_MS = 30000;
   // Pending items beyond the rendered page still count in the title.
@@ -150,6 +151,7 @@
 
   /* The counts in the filters' options: every pending request, whatever the filters. */
   function showCounts() {
+    if (!counts) return;
     [["agent", counts.agents], ["tool", counts.tools]].forEach(function (pair) {
       var select = document.querySelector("#filters select[name=" + pair[0] + "]");
       if (!select) return;
@@ -167,7 +169,7 @@
   }
 
   function count(p, by) {
-    if (!p) return;
+    if (!p || !counts) return;
     [[counts.agents, p.agent], [counts.tools, p.tool]].forEach(function (pair) {
       if (typeof pair[1] !== "string") return;
       pair[0][pair[1]] = Math.max(0, (pair[0][pair[1]] || 0) + by);
