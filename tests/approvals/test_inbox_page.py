@@ -145,6 +145,21 @@ class InboxPageTestCase:
         # Nonsense is ignored, not remembered.
         assert self.card_ids("?order=sideways") == [str(first.id), str(second.id)]
 
+    def test_past_the_counted_limit_it_shows_no_counts(self, monkeypatch: Any) -> None:
+        from approvals import views
+
+        monkeypatch.setattr(views, "COUNTED_LIMIT", 2)
+        for _ in range(3):
+            run_until_paused("payer", self.users["reviewer"])
+        html = self.client.get("/").content.decode()
+        assert live_data(html)["counts"] is None
+        assert '<option value="payer">payer</option>' in html
+        assert "data-count" not in html
+        run_until_paused("asker", self.users["reviewer"])
+        monkeypatch.setattr(views, "COUNTED_LIMIT", 4)
+        counts = live_data(self.client.get("/").content.decode())["counts"]
+        assert counts["agents"] == {"payer": 3, "asker": 1}
+
     def test_it_counts_what_waits_per_agent_and_per_tool_whatever_the_filters(self) -> None:
         run_until_paused("payer", self.users["reviewer"])
         run_until_paused("payer", self.users["reviewer"])
