@@ -73,3 +73,22 @@ agents:
     assert Event.objects.filter(
         type=Event.Type.SUSPENSION_REMINDER, suspension_id=made["id"]
     ).exists()
+
+
+def test_decided_requests_free_the_pending_cap(users: dict[str, Any], settings: Any) -> None:
+    """An outside run stays `running` in the gateway; only its pending requests count against
+    MAX_PENDING_PER_AGENT, not the run itself."""
+    from agents import actions
+    from agents.models import Suspension
+
+    settings.MAX_PENDING_PER_AGENT = 2
+    first = raise_request(users["operator"], run_id="a", idempotency_key="1")
+    raise_request(users["operator"], run_id="b", idempotency_key="2")
+    raw = ApiToken.issue(users["operator"], "agent", ["runs"])[1]
+    third = {**{"agent": "billing-bot", "tool": "pay"}, "run_id": "c", "idempotency_key": "3"}
+    full = Client(headers={"Authorization": f"Bearer {raw}"}).post(
+        "/api/requests", json.dumps(third), content_type="application/json"
+    )
+    assert full.status_code == 429 and full.json()["error"] == "too_many_pending"
+    actions.decide(Suspension.objects.get(pk=first["id"]), users["reviewer"], {"approved": True})
+    raise_request(users["operator"], run_id="c", idempotency_key="3")
