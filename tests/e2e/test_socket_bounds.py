@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from agents.models import Suspension
 from tests.conftest import operator_of, wait_for
 from tests.e2e.conftest import Site
+from tests.e2e.test_inbox import gone
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
@@ -53,7 +54,9 @@ class SocketBoundsTestCase:
         # The socket still streams: the next event (the decision) changes the card live.
         r = self.api.post(f"/api/threads/{tid}/suspensions/{s.id}/resume", {"approved": True})
         assert r.status_code == 202
-        expect(card.locator(".status")).to_have_text("approved")
+        # The decided card leaves the inbox, a line saying who decided in its place.
+        expect(gone(page, s).locator(".outcome")).to_have_text("approved by alice")
+        expect(card).to_have_count(0)
         expect(status).to_have_attribute("data-state", "live")
         applied = page.evaluate("window.__gateway.applied")
         assert len(applied) == len(set(applied))

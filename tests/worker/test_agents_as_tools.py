@@ -168,11 +168,11 @@ class AgentsAsToolsTestCase:
         assert assistant_turns(main_frame(tid)) == 1  # the parent has not moved
         api_view = reviewer.get(f"/api/suspensions/{s.id}").json()
         assert api_view["lineage"] == "main → agent:asker[2]"
-        # The inbox card says which instance asks.
+        # The inbox card says which instance asks (the agent with its instance number).
         page = Client()
         page.force_login(users["reviewer"])
         card = page.get("/").content.decode()
-        assert f'id="s-{s.id}"' in card and "main → agent:asker[2]" in card
+        assert f'id="s-{s.id}"' in card and 'title="The agent asking">asker[2]</span>' in card
         decide(reviewer, s, {"approved": True})
         wait_status(tid, "completed")
         decided = events(tid, "SUSPENSION_DECIDED")[0]
