@@ -25,9 +25,9 @@ FROM generate_series(1, %(count)s) g;
 
 INSERT INTO agents_thread (id, agent_id, status, title, result, error, created_by_id,
     created_by_name, created_at, updated_at, requeues, runnable_since, lease_owner,
-    lease_expires_at, input_prompt)
+    lease_expires_at, input_prompt, external_run_id)
 SELECT thread, %(agent)s, 'suspended', 'mass expiry ' || n, '', '', NULL, '',
-    now() - interval '1 hour', now() - interval '1 hour', 0, NULL, '', NULL, ''
+    now() - interval '1 hour', now() - interval '1 hour', 0, NULL, '', NULL, '', ''
 FROM mass;
 
 INSERT INTO agents_stackframe (thread_id, parent_id, depth, agent_name, agent_type, status,
@@ -49,12 +49,13 @@ INSERT INTO agents_suspension (id, thread_id, frame_id, "group", agent_name, lin
     tool_use_id, tool_name, tool_input, tool_schema, kind, prompt, status, approved, reason,
     modified_args, response, decided_by_id, decided_by_name, decided_at, timeout, expires_at,
     on_timeout, resumed_at, created_at, reminders, reminders_sent, escalate_to,
-    extended_by_name, extension_reason, policy, args_hash, tool_digest)
+    extended_by_name, extension_reason, policy, args_hash, tool_digest, ignored_by_name,
+    presentation)
 SELECT m.suspension, m.thread, f.id, m.grp, 'pay', 'main', m.tool_use, 'transfer_funds',
     %(input)s::jsonb, '{"type": "object"}'::jsonb, 'confirmation', 'Paying the invoice.',
     'pending', NULL, '', NULL, NULL, NULL, '', NULL, 60,
     now() - interval '1 second' * (1 + m.n %% 50), 'reject', NULL, now() - interval '1 hour',
-    '[]'::jsonb, 0, '', '', '', '{}'::jsonb, '', ''
+    '[]'::jsonb, 0, '', '', '', '{}'::jsonb, '', '', '', '{}'::jsonb
 FROM mass m JOIN agents_stackframe f ON f.thread_id = m.thread;
 """
 
