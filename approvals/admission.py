@@ -31,13 +31,10 @@ def waiting(agent: AgentDefinition, up_to: int) -> int:
     pending = Suspension.objects.filter(thread__agent=agent, status=Suspension.Status.PENDING)
     # An outside agent's run (agents.external) is always `running` here: only its pending
     # requests count.
-    working = (
-        Thread.objects.filter(agent=agent, status=Thread.Status.RUNNING, external_run_id="")
-        .exclude(
-            Exists(
-                Suspension.objects.filter(thread=OuterRef("pk"), status=Suspension.Status.PENDING)
-            )
-        )
+    working = Thread.objects.filter(
+        agent=agent, status=Thread.Status.RUNNING, external_run_id=""
+    ).exclude(
+        Exists(Suspension.objects.filter(thread=OuterRef("pk"), status=Suspension.Status.PENDING))
     )
     # Both counts in one statement, each stopping at `up_to` (a LIMIT in a subquery, which
     # the ORM's count() of a sliced union cannot give on SQLite).

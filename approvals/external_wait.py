@@ -20,13 +20,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from approvals import scopes
-from approvals.a2a.handler import blocking
 from approvals.auth import bearer
 from approvals.external_api import READ_SCOPES, SEE_OTHERS, read, wait_seconds
 from approvals.hub import Batch, hub
 from approvals.models import digest
 from approvals.revocation import Credential
-from gateway.aio import wait_event
+from gateway.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0
 PATH_PREFIX = "/api/requests/"

@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from agents.events import EVENTS_GROUP
@@ -48,7 +47,7 @@ from agents.models import Event, LiveText
 from agents.streaming import LIVE_WAKE
 from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
 from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, still_valid
-from gateway.aio import wait_event
+from gateway.aio import blocking, detached_task, wait_event
 
 log = logging.getLogger(__name__)
 
@@ -297,12 +296,12 @@ class EventHub:
         self.subscribers.add(subscriber)
         if not self.tasks:
             self.tasks = [
-                asyncio.create_task(self._run()),
-                asyncio.create_task(self._run_live()),
-                asyncio.create_task(self._watch_credentials()),
+                detached_task(self._run()),
+                detached_task(self._run_live()),
+                detached_task(self._watch_credentials()),
             ]
             if self.layer is not None:
-                self.tasks.append(asyncio.create_task(self._listen()))
+                self.tasks.append(detached_task(self._listen()))
 
     def watch(self, watcher: Watcher, thread: str) -> None:
         """Send `watcher` the live text of `thread` (a subscriber already): the rows as they
@@ -334,7 +333,7 @@ class EventHub:
         if self.cursor is None:
             # Start a little behind the newest event, where every id has committed; the
             # sockets ignore what they already have.
-            self.cursor = await database_sync_to_async(page_cursor)()
+            self.cursor = await blocking(page_cursor)()
         while True:
             self.wake.clear()
             stopped_at_gap = await self._publish_new()
@@ -377,7 +376,7 @@ class EventHub:
             if stopped_at_gap or len(rows) < BATCH:
                 return stopped_at_gap
 
-    @database_sync_to_async
+    @blocking
     def _read(self, after: int) -> tuple[list[Row], bool]:
         self.reads += 1
         return read_settled(after)
@@ -422,7 +421,7 @@ class EventHub:
         for watcher in list(self.watchers.get(thread, ())):
             watcher.deliver_live(frame_id, done, text)
 
-    @database_sync_to_async
+    @blocking
     def _read_live(self, threads: list[str], known: dict[int, tuple[int, Any]]) -> Any:
         self.live_reads += 1
         return read_live(threads, known)
@@ -440,7 +439,7 @@ class EventHub:
     async def _check(self, subscribers: list[Subscriber]) -> None:
         if not subscribers:
             return
-        valid = await database_sync_to_async(still_valid)([s.credential for s in subscribers])
+        valid = await blocking(still_valid)([s.credential for s in subscribers])
         for subscriber in subscribers:
             if subscriber.credential not in valid:
                 await subscriber.revoke()

@@ -2,6 +2,12 @@
 
 import asyncio
 import contextlib
+import contextvars
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
 
 
 async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
@@ -18,3 +24,27 @@ async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
             await event.wait()
+
+
+def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` run in a worker thread, its database connection given back after, as
+    channels.db.database_sync_to_async does, but not in the one thread all such calls share:
+    a stream's poll, or the events hub's read, must not wait behind another request's
+    transaction or another socket's call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(call, thread_sensitive=False)
+
+
+def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    """A task for a loop shared by every connection of the process, started in a context of
+    its own: asyncio.create_task would copy the context of the request or socket that happens
+    to start it, and with it asgiref's per-request thread (which is shut down when that
+    request ends, after which every sync_to_async call of the task fails) and its log ids."""
+    return asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())

@@ -9,7 +9,7 @@ Celery workers and a task is a thread, read by any number of server processes.
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +35,11 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     UnsupportedOperationError,
 )
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
 
 from approvals.a2a import mapping, push, reads, service
 from approvals.hub import Batch, hub
 from approvals.revocation import Credential
-from gateway.aio import wait_event
+from gateway.aio import blocking, wait_event
 
 Update = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 # Seconds a waiter sleeps when the hub wakes it for nothing: a lost wake-up (or an event the
@@ -52,21 +50,6 @@ SAFETY_POLL = 1.0
 # follow it from there. Clients and proxies rarely wait longer.
 SEND_WAIT = 120.0
 LAST_EVENT_ID = "last-event-id"
-
-
-def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`func` run in a worker thread, its database connection given back after, as
-    channels.db.database_sync_to_async does, but not in the one thread all such calls share:
-    a stream's poll must not wait behind another request's transaction."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            close_old_connections()
-
-    return sync_to_async(call, thread_sensitive=False)
 
 
 @dataclass(frozen=True, order=True)

@@ -39,7 +39,6 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from approvals.a2a.access import Denied, plain
-from approvals.a2a.handler import blocking
 from approvals.a2a.methods import (
     GET_INPUT_REQUIRED,
     METHODS_03,
@@ -58,6 +57,7 @@ from approvals.http import BadRequest, _check_storable
 from approvals.models import digest
 from approvals.ratelimits import Limited
 from approvals.revocation import Credential
+from gateway.aio import blocking
 
 log = logging.getLogger(__name__)
 
