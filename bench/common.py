@@ -206,6 +206,10 @@ class Gateway:
                 "--output",
                 out,
                 "--nonblocking",
+                # Only the thread holding the GIL: where Python's CPU goes, not the threads
+                # waiting on a socket (without it, waits on PostgreSQL and Redis fill the
+                # profile as if they were work).
+                "--gil",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
