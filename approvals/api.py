@@ -330,20 +330,9 @@ def _thread_list(request: HttpRequest) -> JsonResponse:
             # What waits for a person: a reply, or a decision (also one inside an agent
             # instance while the thread runs on); A2A's input-required tasks are these.
             rows = rows.filter(waiting_for_person()).distinct()
-        limit = _limit(request)
-        if q.get("cursor"):
-            created, pk = _decode_cursor(q["cursor"])
-            rows = rows.filter(Q(created_at__lt=created) | Q(created_at=created, id__lt=pk))
+        page, next_url = _keyset_page(request, rows, newest_first=True)
     except BadRequest as e:
         return _bad(e)
-    page = list(rows.order_by("-created_at", "-id")[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    next_url = None
-    if more:
-        params = q.copy()
-        params["cursor"] = _encode_cursor(page[-1])
-        next_url = f"{request.path}?{params.urlencode()}"
     results = [
         {
             "id": str(t.id),
@@ -448,7 +437,7 @@ def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
     return JsonResponse(thread_payload(Thread.objects.get(pk=thread.pk)))
 
 
-def _encode_cursor(s: Suspension) -> str:
+def _encode_cursor(s: Any) -> str:
     return base64.urlsafe_b64encode(f"{s.created_at.isoformat()}|{s.id}".encode()).decode()
 
 
@@ -463,6 +452,30 @@ def _decode_cursor(cursor: str) -> tuple[datetime, Any]:
     if parse_uuid(pk) is None:
         raise BadRequest("The cursor is not valid.", {"cursor": "Use the 'next' link as given."})
     return parsed, pk
+
+
+def _keyset_page(
+    request: HttpRequest, rows: Any, newest_first: bool
+) -> tuple[list[Any], str | None]:
+    """One page of `rows` in (created_at, id) order, newest or oldest first: those after the
+    request's ?cursor=, at most ?limit= of them, and the `next` link (None on the last page).
+    A keyset, not an offset, so a page never repeats or skips a row made meanwhile. Raises
+    BadRequest for a bad limit or cursor."""
+    limit = _limit(request)
+    beyond = "lt" if newest_first else "gt"
+    if request.GET.get("cursor"):
+        created, pk = _decode_cursor(request.GET["cursor"])
+        rows = rows.filter(
+            Q(**{f"created_at__{beyond}": created}) | Q(created_at=created, **{f"id__{beyond}": pk})
+        )
+    order = ("-created_at", "-id") if newest_first else ("created_at", "id")
+    page = list(rows.order_by(*order)[: limit + 1])
+    if len(page) <= limit:
+        return page, None
+    page = page[:limit]
+    params = request.GET.copy()
+    params["cursor"] = _encode_cursor(page[-1])
+    return page, f"{request.path}?{params.urlencode()}"
 
 
 def _limit(request: HttpRequest) -> int:
@@ -506,20 +519,9 @@ def suspensions(request: HttpRequest) -> JsonResponse:
             if pk is None:
                 raise BadRequest("Bad thread id.", {"thread": "A thread id (UUID)."})
             rows = rows.filter(thread_id=pk)
-        limit = _limit(request)
-        if q.get("cursor"):
-            created, pk = _decode_cursor(q["cursor"])
-            rows = rows.filter(Q(created_at__gt=created) | Q(created_at=created, id__gt=pk))
+        page, next_url = _keyset_page(request, rows, newest_first=False)
     except BadRequest as e:
         return _bad(e)
-    page = list(rows.order_by("created_at", "id")[: limit + 1])
-    more = len(page) > limit
-    page = page[:limit]
-    next_url = None
-    if more:
-        params = q.copy()
-        params["cursor"] = _encode_cursor(page[-1])
-        next_url = f"{request.path}?{params.urlencode()}"
     viewer = policy.Viewer.of(request.user)
     return JsonResponse({"results": [_for_viewer(s, viewer) for s in page], "next": next_url})
 
