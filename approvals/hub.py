@@ -32,7 +32,6 @@ TAIL_INTERVAL.
 """
 
 import asyncio
-import contextlib
 import json
 import logging
 import weakref
@@ -47,7 +46,7 @@ from agents.models import Event, LiveText
 from agents.streaming import LIVE_WAKE
 from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
 from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, still_valid
-from gateway.aio import blocking, detached_task, wait_event
+from gateway.aio import blocking, detached_task, follow_group, wait_event
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +59,6 @@ MESSAGE_LIMIT = 16 * 1024
 SUMMARY_STEPS = ((2000, 50, 6), (500, 20, 4), (100, 10, 3))
 TAIL_INTERVAL = 0.1  # no channel layer: how often the table is read
 SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at most this long
-REJOIN_INTERVAL = 3600  # channels-redis forgets group members after a day
 LIVE_TEXT = "LIVE_TEXT"
 
 
@@ -466,31 +464,18 @@ class EventHub:
 
     async def _listen(self) -> None:
         """Wake the readers on each wake-up the channel layer brings."""
-        channel = await self.layer.new_channel()
-        try:
-            while True:
-                try:
-                    await self.layer.group_add(EVENTS_GROUP, channel)
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(REJOIN_INTERVAL):
-                            while True:
-                                message = await self.layer.receive(channel)
-                                kind = message.get("type")
-                                if kind == REVOKED:
-                                    await self._revoked(message)
-                                elif kind == LIVE_WAKE:
-                                    if message.get("thread") in self.watchers:
-                                        self.live_wake.set()
-                                else:
-                                    self._carry(message.get("rows"))
-                                    self.wake.set()
-                except Exception:
-                    # Redis went away: the safety poll goes on delivering; try again shortly.
-                    log.warning("events hub: channel layer unavailable, retrying", exc_info=True)
-                    await asyncio.sleep(SAFETY_POLL)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.layer.group_discard(EVENTS_GROUP, channel)
+        await follow_group(self.layer, EVENTS_GROUP, self._heard, SAFETY_POLL, "events hub")
+
+    async def _heard(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == REVOKED:
+            await self._revoked(message)
+        elif kind == LIVE_WAKE:
+            if message.get("thread") in self.watchers:
+                self.live_wake.set()
+        else:
+            self._carry(message.get("rows"))
+            self.wake.set()
 
 
 _hubs: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, EventHub]" = (

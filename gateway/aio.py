@@ -3,11 +3,14 @@
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Callable, Coroutine
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
+
+log = logging.getLogger(__name__)
 
 
 async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
@@ -48,3 +51,41 @@ def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     to start it, and with it asgiref's per-request thread (which is shut down when that
     request ends, after which every sync_to_async call of the task fails) and its log ids."""
     return asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
+
+
+# How often a group's member joins again: channels_redis's core layer forgets group members
+# after a day; the pub/sub layer (settings.CHANNEL_LAYERS) never does, and a new member costs
+# one SUBSCRIBE.
+REJOIN_INTERVAL = 3600
+
+
+async def follow_group(
+    layer: Any,
+    group: str,
+    handle: Callable[[dict[str, Any]], Awaitable[None]],
+    retry: float,
+    name: str,
+) -> None:
+    """Hand every message sent to `group` to `handle`, forever (until cancelled).
+
+    Each round joins on a channel of its own and leaves it after REJOIN_INTERVAL: the pub/sub
+    layer drops a channel whose receive was cancelled, so a channel is never reused. When the
+    layer fails (Redis away), the round ends and the next starts `retry` seconds later; the
+    callers' safety polls cover what was missed meanwhile.
+    """
+    while True:
+        channel = None
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(REJOIN_INTERVAL):
+                    while True:
+                        await handle(await layer.receive(channel))
+        except Exception:
+            log.warning("%s: channel layer unavailable, retrying", name, exc_info=True)
+            await asyncio.sleep(retry)
+        finally:
+            if channel is not None:
+                with contextlib.suppress(Exception):
+                    await layer.group_discard(group, channel)

@@ -20,7 +20,6 @@ VIEWERS_SHOWN; `more` counts the rest.
 """
 
 import asyncio
-import contextlib
 import json
 import logging
 import uuid
@@ -29,12 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from agents.models import Suspension
-from gateway.aio import wait_event
+from gateway.aio import blocking, detached_task, follow_group, wait_event
 from presence import actions
 from presence.models import Claim, Viewer
 
@@ -43,7 +41,6 @@ PRESENCE_GROUP = "presence"
 WAKE = {"type": "presence.wake"}
 POLL_INTERVAL = 0.25  # no channel layer: how often the rows are read
 SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays a change at most this long
-REJOIN_INTERVAL = 3600  # channels-redis forgets group members after a day
 VIEWERS_SHOWN = 10
 
 log = logging.getLogger(__name__)
@@ -140,9 +137,9 @@ class PresenceBoard:
     def join(self, session: Session) -> None:
         self.sessions.add(session)
         if not self.tasks:
-            self.tasks = [asyncio.create_task(self._run()), asyncio.create_task(self._beat())]
+            self.tasks = [detached_task(self._run()), detached_task(self._beat())]
             if self.layer is not None:
-                self.tasks.append(asyncio.create_task(self._listen()))
+                self.tasks.append(detached_task(self._listen()))
 
     async def leave(self, session: Session) -> None:
         self.sessions.discard(session)
@@ -208,7 +205,7 @@ class PresenceBoard:
                 if sid in changed or sid not in session.sent:
                     self._send(session, sid, cards.get(sid, EMPTY))
 
-    @database_sync_to_async
+    @blocking
     def _read(self, watched: list[str]) -> dict[str, Card]:
         self.reads += 1
         return read_state(watched)
@@ -218,28 +215,16 @@ class PresenceBoard:
             await asyncio.sleep(actions.BEAT)
             try:
                 sockets = [s.socket for s in self.sessions]
-                if await database_sync_to_async(actions.beat)(self.process, sockets):
+                if await blocking(actions.beat)(self.process, sockets):
                     await self.announce()
             except Exception:
                 log.warning("presence: the beat failed", exc_info=True)
 
     async def _listen(self) -> None:
-        channel = await self.layer.new_channel()
-        try:
-            while True:
-                try:
-                    await self.layer.group_add(PRESENCE_GROUP, channel)
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(REJOIN_INTERVAL):
-                            while True:
-                                await self.layer.receive(channel)
-                                self.wake.set()
-                except Exception:
-                    log.warning("presence: channel layer unavailable, retrying", exc_info=True)
-                    await asyncio.sleep(SAFETY_POLL)
-        finally:
-            with contextlib.suppress(Exception):
-                await self.layer.group_discard(PRESENCE_GROUP, channel)
+        await follow_group(self.layer, PRESENCE_GROUP, self._heard, SAFETY_POLL, "presence")
+
+    async def _heard(self, message: dict) -> None:
+        self.wake.set()
 
 
 _boards: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, PresenceBoard]" = (

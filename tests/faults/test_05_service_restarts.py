@@ -4,11 +4,16 @@ Nothing is lost, nothing runs twice, the gateway recovers by itself, and no 2xx 
 decision that was not stored.
 """
 
+import asyncio
+import json
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from websockets.asyncio.client import connect
+
+from agents.events import EVENTS_GROUP
 from tests.faults.harness import Gateway, wait_until
 from tests.faults.history import Answer, Figures, check
 
@@ -238,3 +243,37 @@ def test_postgres_restarted_mid_flow(gw: Gateway) -> None:
     with gw.db() as conn:
         check(conn, figures, threads, answers)
     figures.report()
+
+
+def test_the_sockets_hear_wake_ups_again_after_redis_restarts(gw: Gateway) -> None:
+    """The server's event hub listens on the channel layer (Redis pub/sub): after Redis comes
+    back it subscribes again, so the sockets are woken by events again instead of waiting for
+    the safety poll. Proven by Redis itself: the events group has a subscriber again."""
+    import redis
+
+    client = redis.Redis.from_url(gw.redis.url, socket_timeout=2)
+    group = f"{gw.env['GATEWAY_PREFIX']}__group__{EVENTS_GROUP}"
+
+    def listened() -> bool:
+        try:
+            return dict(client.pubsub_numsub(group)).get(group.encode(), 0) >= 1
+        except redis.RedisError:
+            return False
+
+    async def scenario() -> None:
+        headers = {"Authorization": f"Bearer {gw.token}"}
+        start = gw.sql("SELECT coalesce(max(id), 0) FROM agents_event")[0][0]
+        async with connect(f"{gw.ws_url}?after={start}", additional_headers=headers) as ws:
+            await asyncio.to_thread(wait_until, listened, 20, "the hub to subscribe")
+            gw.redis.stop()
+            await asyncio.sleep(2)
+            gw.redis.start()
+            await asyncio.to_thread(wait_until, listened, 30, "the hub to subscribe again")
+            [thread] = await asyncio.to_thread(gw.start_threads, "pay", 1)
+            async with asyncio.timeout(30):
+                while True:
+                    message = json.loads(await ws.recv())
+                    if message.get("thread") == thread:
+                        return  # the run's first event reached the socket
+
+    asyncio.run(scenario())
