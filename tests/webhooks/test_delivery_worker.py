@@ -12,7 +12,7 @@ from agents.models import Event, Suspension, Thread
 from tests.conftest import operator_of, wait_for
 from tests.webhooks.receiver import Receiver, closed_port_url
 from webhooks import fanout
-from webhooks.models import Delivery, Subscription
+from webhooks.models import Cursor, Delivery, Subscription
 
 pytestmark = pytest.mark.worker
 
@@ -126,13 +126,26 @@ class DeliveryWorkerTestCase:
         sub = subscribe(self.admin, closed_port_url(), event_types=["THREAD_STARTED"])
         runs = [self.admin.post("/api/threads", {"agent": "payer", "message": "pay"}) for _ in "ab"]
         assert all(run.status_code == 201 for run in runs)
-        s = wait_for(
-            lambda: Subscription.objects.filter(pk=sub["id"], enabled=False).first(),
-            # Two deliveries through five attempts each, at the sweep's pace: a loaded
-            # machine took over 30 s (CI at 2fb47f4).
-            timeout=90,
-            what="the subscription to be disabled",
-        )
+        try:
+            s = wait_for(
+                lambda: Subscription.objects.filter(pk=sub["id"], enabled=False).first(),
+                # Two deliveries through five attempts each, at the sweep's pace: a loaded
+                # machine took over 30 s (CI at 2fb47f4).
+                timeout=90,
+                what="the subscription to be disabled",
+            )
+        except AssertionError as e:
+            # CI timed out here twice on PostgreSQL: say where the deliveries stood.
+            rows = list(
+                Delivery.objects.filter(subscription_id=sub["id"]).values(
+                    "event_id", "status", "attempts", "last_error"
+                )
+            )
+            started = list(Event.objects.filter(type="THREAD_STARTED").values_list("id", flat=True))
+            raise AssertionError(
+                f"{e}; deliveries {rows}; THREAD_STARTED events {started}; "
+                f"fan-out cursor {list(Cursor.objects.values())}"
+            ) from e
         assert "last 2 deliveries" in s.disabled_reason
         attempts = len(webhook_settings_schedule()) + 1
         for d in Delivery.objects.filter(subscription=s):
