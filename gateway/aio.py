@@ -48,8 +48,8 @@ def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
 def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     """A task for a loop shared by every connection of the process, started in a context of
     its own: asyncio.create_task would copy the context of the request or socket that happens
-    to start it, and with it asgiref's per-request thread (which is shut down when that
-    request ends, after which every sync_to_async call of the task fails) and its log ids."""
+    to start it, and with it that caller's log ids and asgiref's per-request executor, which
+    the task's thread-sensitive calls would then keep using after the request has ended."""
     return asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
 
 
