@@ -205,6 +205,10 @@ class Outbox:
             outcome = "dead-lettered"
             fields.update(status=D.FAILED, finished_at=now, next_attempt_at=None)
         with transaction.atomic():
+            if outcome == "dead-lettered" and d.subscription_id is not None:
+                # disable_if_failing locks the subscription; take it before the delivery's row,
+                # in the order deleting a subscription takes them, so the two cannot deadlock.
+                lock_subscription(d.subscription_id)
             n = Delivery.objects.filter(pk=d.pk, lock_token=mine, status=D.PENDING).update(**fields)
             # A delivery deleted meanwhile (its subscription or push config went) logs nothing.
             if n == 1 or Delivery.objects.filter(pk=d.pk).exists():
@@ -246,14 +250,26 @@ def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
+def lock_subscription(subscription_id: Any) -> None:
+    """Hold the subscription's row until the transaction ends (no-op on SQLite, which has one
+    writer at a time anyway)."""
+    list(Subscription.objects.select_for_update().filter(pk=subscription_id).values_list("pk"))
+
+
 def disable_if_failing(subscription_id: Any, now: datetime) -> bool:
     """Disable the subscription if its last WEBHOOKS_DISABLE_AFTER finished deliveries were
     all dead-lettered: it has failed for about a day that many times in a row. Its pending
     deliveries wait; enabling it again sends them. Call inside the dead-lettering
-    transaction; the conditional update makes one caller the one that disables."""
+    transaction; the conditional update makes one caller the one that disables.
+
+    The subscription's row is locked before the deliveries are read. Two deliveries
+    dead-lettered at once by two workers otherwise each see the other still pending (its
+    transaction not yet committed) and neither disables: CI saw both failed, the subscription
+    on. Locked, the second to get here waits for the first to commit and then sees both."""
     n = settings.WEBHOOKS_DISABLE_AFTER
     if n < 1:
         return False
+    lock_subscription(subscription_id)
     last = list(
         Delivery.objects.filter(subscription_id=subscription_id, finished_at__isnull=False)
         .order_by("-finished_at", "-id")

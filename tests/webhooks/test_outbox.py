@@ -2,11 +2,13 @@
 dead-lettered, a failing subscription disabled and its owner told; SSRF checked again."""
 
 import logging
+import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core import mail
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents import events
@@ -110,6 +112,46 @@ class OutboxTestCase:
         assert third.status == "pending"
         assert send(third) == "disabled"
         assert outbox.enqueue_due() == 0
+
+    def test_two_deliveries_dead_lettered_at_once_still_disable_it(self) -> None:
+        if connection.vendor != "postgresql":
+            pytest.skip("SQLite lets one transaction write at a time, so the two cannot overlap")
+        s = self.subscribe(closed_port_url())
+        for i in range(2):
+            events.record("AGENT_MESSAGE", payload={"n": i})
+        first, second = fanned_out(s)
+        now = timezone.now()
+        first_checked, first_may_commit = threading.Event(), threading.Event()
+        said: dict[str, Any] = {}
+
+        def dead_letter(d: Delivery, name: str, before_commit: threading.Event | None) -> None:
+            # What Outbox.record does for a last failed attempt, each on its own connection.
+            try:
+                with transaction.atomic():
+                    Delivery.objects.filter(pk=d.pk).update(status="failed", finished_at=now)
+                    said[name] = outbox.disable_if_failing(s.pk, now)
+                    if before_commit is not None:
+                        first_checked.set()
+                        before_commit.wait(10)
+            except Exception as e:  # the assertion below reports it
+                said[name] = e
+            finally:
+                connection.close()
+
+        a = threading.Thread(target=dead_letter, args=(first, "first", first_may_commit))
+        a.start()
+        assert first_checked.wait(10)
+        b = threading.Thread(target=dead_letter, args=(second, "second", None))
+        b.start()
+        # The second worker's check must wait for the first to commit; given a second, an
+        # unlocked check would have read the first delivery as pending and given up.
+        b.join(1)
+        first_may_commit.set()
+        a.join(10)
+        b.join(10)
+        assert said == {"first": False, "second": True}
+        s.refresh_from_db()
+        assert not s.enabled and "last 2 deliveries" in s.disabled_reason
 
     def test_a_private_address_is_refused_again_at_delivery(self) -> None:
         r = self.start_receiver()
