@@ -59,6 +59,13 @@ MESSAGE_LIMIT = 16 * 1024
 SUMMARY_STEPS = ((2000, 50, 6), (500, 20, 4), (100, 10, 3))
 TAIL_INTERVAL = 0.1  # no channel layer: how often the table is read
 SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at most this long
+# Carried events past a missing id wait this long for the missing id's own wake-up before the
+# table is read. Ids commit out of order under load (one transaction takes id 7, another 8,
+# and 8 commits first), and 7's wake-up comes a few milliseconds later: reading the table at
+# once found nothing past the gap yet, one read per out-of-order commit (6.5 % of daphne's
+# CPU under bench/cycles.py). A missing id that never comes (a rolled-back insert) costs this
+# much delay before the read that settles it.
+CARRY_GRACE = 0.05
 LIVE_TEXT = "LIVE_TEXT"
 
 
@@ -283,6 +290,10 @@ class EventHub:
         # Events the wake-ups carried (agents.events.wake_message), not yet delivered: applied
         # without a read when they follow the cursor with no id missing (see _take_carried).
         self.carried: dict[int, Row] = {}
+        # Whether the next pass must read the table whatever was carried: at the start, after
+        # a wait that no wake-up ended (the safety poll, a gap's wait), after a wake-up that
+        # carried no events (too big to carry, or sent by an older process).
+        self.must_read = True
         # Live text: the sockets watching each thread, and each watched thread's rows as last
         # read (frame id: LiveFrame), so a socket that starts watching gets them at once.
         self.watchers: dict[str, set[Watcher]] = {}
@@ -332,6 +343,7 @@ class EventHub:
             # Start a little behind the newest event, where every id has committed; the
             # sockets ignore what they already have.
             self.cursor = await blocking(page_cursor)()
+        self.must_read = True
         while True:
             self.wake.clear()
             stopped_at_gap = await self._publish_new()
@@ -342,11 +354,13 @@ class EventHub:
             else:
                 interval = SAFETY_POLL
             await wait_event(self.wake, interval)
+            if not self.wake.is_set():
+                self.must_read = True
 
     def _take_carried(self) -> bool:
-        """Deliver the carried events that follow the cursor without a gap; True when that
-        was all there was to deliver (no table read needed). A carried event past a missing
-        id is left for the table read, whose gap rules decide when it may be passed."""
+        """Deliver the carried events that follow the cursor without a gap. Returns whether
+        carried events wait past a missing id (kept; the table read's gap rules decide when
+        one may be passed, see _publish_new)."""
         if not self.carried or self.cursor is None:
             return False
         rows = []
@@ -357,13 +371,27 @@ class EventHub:
             self.cursor = rows[-1].id
             for subscriber in list(self.subscribers):
                 subscriber.deliver(batch)
-        left = any(pk > self.cursor for pk in self.carried)
-        self.carried.clear()
-        return bool(rows) and not left
+        cursor = self.cursor
+        self.carried = {pk: row for pk, row in self.carried.items() if pk > cursor}
+        return bool(self.carried)
 
     async def _publish_new(self) -> bool:
-        if self._take_carried():
+        """Deliver what is new: from the carried events when they continue the cursor, else
+        from the table. Returns whether the table read stopped at a gap."""
+        waiting = self._take_carried()
+        if waiting and self.layer is not None:
+            # Past a missing id: give its wake-up CARRY_GRACE to come (see there).
+            loop = asyncio.get_running_loop()
+            until = loop.time() + CARRY_GRACE
+            while waiting and (left := until - loop.time()) > 0:
+                self.wake.clear()
+                await wait_event(self.wake, left)
+                waiting = self._take_carried()
+        if not waiting and not self.must_read:
+            # Every carried event is delivered (now or by an earlier read): nothing to read.
             return False
+        self.carried.clear()
+        self.must_read = False
         while True:
             rows, stopped_at_gap = await self._read(self.cursor)
             if rows:
@@ -372,6 +400,8 @@ class EventHub:
                 for subscriber in list(self.subscribers):
                     subscriber.deliver(batch)
             if stopped_at_gap or len(rows) < BATCH:
+                # Rows past the gap are committed, and their wake-ups spent: read again.
+                self.must_read = stopped_at_gap
                 return stopped_at_gap
 
     @blocking
@@ -457,7 +487,8 @@ class EventHub:
     def _carry(self, rows: Any) -> None:
         """Keep the events a wake-up carried ([id, socket message, created_at], ...)."""
         if not isinstance(rows, list) or len(self.carried) > BATCH:
-            return  # none, or too many waiting already: the table read covers them
+            self.must_read = True  # none, or too many waiting already: the table covers them
+            return
         for pk, text, created_at in rows:
             if self.cursor is None or pk > self.cursor:
                 self.carried[pk] = Row(pk, text, datetime.fromisoformat(created_at))

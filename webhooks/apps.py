@@ -8,7 +8,18 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
         from agents import events
+        from agents.models import PushNotificationConfig
         from webhooks import fanout
+        from webhooks.models import Subscription
 
         events.committed.connect(fanout.nudge, dispatch_uid="webhooks.fanout.nudge")
+        for model in (Subscription, PushNotificationConfig):
+            for signal in (post_save, post_delete):
+                signal.connect(
+                    fanout.forget_receivers,
+                    sender=model,
+                    dispatch_uid=f"webhooks.fanout.forget_receivers.{model.__name__}.{signal}",
+                )

@@ -41,6 +41,12 @@ QUEUED_GRACE = timedelta(seconds=60)
 
 _nudge_due = 0.0
 _nudge_lock = threading.Lock()
+# Whether anything can receive deliveries is read at most once per RECEIVERS_TTL per process:
+# a busy worker commits many times a second, and each nudge asked PostgreSQL again (4 % of a
+# worker's CPU under bench/cycles.py). A receiver added meanwhile misses at most that long of
+# nudges; beat's sweep, every WEBHOOKS_SWEEP_INTERVAL_SECONDS, fans its events out anyway.
+RECEIVERS_TTL = 1.0
+_receivers: tuple[float, bool] | None = None  # (when read, answer)
 
 
 def nudge(**kwargs: Any) -> None:
@@ -55,7 +61,7 @@ def nudge(**kwargs: Any) -> None:
     from gateway.celery import app
 
     try:
-        if not receivers_exist():
+        if not _receivers_known():
             # Nobody to deliver to: no task (one per commit, nearly, on a busy gateway). The
             # sweep still moves the cursor; a receiver added later gets events from then on.
             return
@@ -63,6 +69,22 @@ def nudge(**kwargs: Any) -> None:
         app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
     except Exception:
         log.warning("could not enqueue the webhooks fan-out; the sweep will run it", exc_info=True)
+
+
+def _receivers_known() -> bool:
+    """receivers_exist(), as read within the last RECEIVERS_TTL by this process."""
+    global _receivers
+    now = time.monotonic()
+    known = _receivers
+    if known is None or now - known[0] >= RECEIVERS_TTL:
+        known = _receivers = (now, receivers_exist())
+    return known[1]
+
+
+def forget_receivers(**kwargs: Any) -> None:
+    """A subscription or push config saved or deleted in this process: read again next time."""
+    global _receivers
+    _receivers = None
 
 
 def receivers_exist() -> bool:

@@ -448,6 +448,51 @@ class ConsumerTestCase:
 
         run(check)
 
+    @pytest.mark.skipif(
+        get_channel_layer() is None,
+        reason="the embedded setup has no channel layer, so no wake-ups: its hub tails the "
+        "table (the gap tests cover that path)",
+    )
+    def test_events_committed_out_of_order_arrive_in_order_without_a_read_of_the_table(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Two runs: the events of one run chain through its thread's row (agents.chain), so
+        # the second would wait for the first to commit.
+        thread, other = start(self.users["reviewer"]), start(self.users["reviewer"])
+        base = newest_id()
+        ws = socket(self.users["reviewer"], after=base)
+        monkeypatch.setattr(hub_module, "SAFETY_POLL", 60)  # no poll reads during the test
+        first_written, second_committed = threading.Event(), threading.Event()
+
+        def first() -> int:
+            with transaction.atomic():
+                event = events.record("AGENT_MESSAGE", thread_id=thread.pk, payload={"n": 0})
+                first_written.set()
+                assert second_committed.wait(10)
+            return event.id
+
+        def second() -> int:
+            assert first_written.wait(10)
+            event = events.record("AGENT_MESSAGE", thread_id=other.pk, payload={"n": 1})
+            second_committed.set()
+            return event.id
+
+        async def check() -> None:
+            await ws.connect()
+            await asyncio.sleep(0.3)  # the hub's first read, from before the events
+            reads_before = hub().reads
+            # The second id commits (and wakes the hub) before the first: the hub sees a
+            # missing id, and the first's wake-up follows within milliseconds.
+            written = await asyncio.gather(in_thread(first), in_thread(second))
+            assert written == [base + 1, base + 2]
+            got = await receive_events(ws, 2)
+            assert [m["id"] for m in got] == written
+            assert [m["payload"] for m in got] == [{"n": 0}, {"n": 1}]
+            assert hub().reads == reads_before  # both came with their wake-ups
+            await ws.disconnect()
+
+        run(check)
+
     def test_an_event_written_without_a_wake_up_still_arrives(self) -> None:
         thread = start(self.users["reviewer"])
         base = newest_id()

@@ -93,6 +93,26 @@ class FanOutTestCase:
         d2 = Delivery.objects.get(pk=d.pk)
         assert d2.lock_token != d.lock_token and d2.locked_until > later
 
+    def test_the_receivers_answer_is_kept_a_while_and_forgotten_on_a_local_change(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        Subscription.objects.all().delete()
+        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
+        assert fanout._receivers_known() is False
+        # Made behind the ORM's back (as another process would): not seen before the TTL ends.
+        Subscription.objects.bulk_create([Subscription(url="http://127.0.0.1:9/", owner=self.user)])
+        assert fanout._receivers_known() is False
+        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 0.0)
+        assert fanout._receivers_known() is True
+        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
+        Subscription.objects.all().delete()  # saved and deleted here: forgotten at once
+        assert fanout._receivers_known() is False
+        thread = thread_of("payer", self.user)
+        PushNotificationConfig.objects.create(
+            thread=thread, config_id="c1", url="http://127.0.0.1:9/a2a"
+        )
+        assert fanout._receivers_known() is True
+
     def test_a_fan_out_that_fails_midway_leaves_the_cursor_where_it_was(self) -> None:
         thread_of("payer", self.user)
         before = Cursor.objects.get().position
