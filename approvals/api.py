@@ -3,6 +3,7 @@
 import base64
 import binascii
 import json
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from approvals.http import (
 )
 from approvals.models import Scope
 from approvals.openapi import operation
+from gateway.compiled import Compiled, fields
 
 PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
@@ -526,14 +528,33 @@ def suspensions(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"results": [_for_viewer(s, viewer) for s in page], "next": next_url})
 
 
-def _suspension_or_none(suspension_id: str, thread_id: Any = None) -> Suspension | None:
+# Compiled once per process (gateway.compiled): the decision POST reads it every time.
+_SUSPENSION = Compiled(
+    lambda pk: Suspension.objects.filter(pk=pk).values_list(*fields(Suspension)).order_by()[:1],
+    uuid.UUID(int=1),
+)
+_SUSPENSION_OF_THREAD = Compiled(
+    lambda pk, thread: (
+        Suspension.objects.filter(pk=pk, thread_id=thread)
+        .values_list(*fields(Suspension))
+        .order_by()[:1]
+    ),
+    uuid.UUID(int=1),
+    uuid.UUID(int=2),
+)
+
+
+def _suspension_or_none(
+    suspension_id: str, thread_id: uuid.UUID | None = None
+) -> Suspension | None:
     pk = parse_uuid(suspension_id)
     if pk is None:
         return None
-    rows = Suspension.objects.all()
-    if thread_id is not None:
-        rows = rows.filter(thread_id=thread_id)
-    return rows.filter(pk=pk).first()
+    if thread_id is None:
+        found = _SUSPENSION.instances(Suspension, pk)
+    else:
+        found = _SUSPENSION_OF_THREAD.instances(Suspension, pk, thread_id)
+    return found[0] if found else None
 
 
 @operation("GET", "One suspension", responses={200: shapes.SuspensionWithViewer})

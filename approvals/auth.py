@@ -20,7 +20,7 @@ from approvals import ratelimits, scopes
 from approvals.http import error
 from approvals.models import ApiToken, digest
 from approvals.scopes import Needed
-from gateway.compiled import Compiled
+from gateway.compiled import Compiled, fields
 
 
 def token_user(request: HttpRequest) -> Any:
@@ -42,8 +42,8 @@ class Bearer:
 INVALID = "The bearer token is not valid."
 
 
-_TOKEN_FIELDS = [f.attname for f in ApiToken._meta.concrete_fields]
-_USER_FIELDS = [f.attname for f in get_user_model()._meta.concrete_fields]
+_TOKEN_FIELDS = fields(ApiToken)
+_USER_FIELDS = fields(get_user_model())
 # The token and its user in one statement, compiled once per process (gateway.compiled): each
 # API request reads it.
 _TOKEN_ROW = Compiled(

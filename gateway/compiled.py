@@ -8,42 +8,47 @@ builds such a queryset once per database, with sentinel values standing for the 
 change, keeps the SQL the ORM made and where each sentinel went in its parameters, and runs it
 again with the real values, converting the columns as the ORM would.
 
-Only for `values_list` querysets whose changing values are strings or integers passed to the
-database unchanged (a sentinel that does not come out as it went in is refused when the query
-is prepared), so what runs is always SQL the ORM wrote. No maintained package does this for
+Only for `values_list` querysets whose changing values are strings, integers or UUIDs that the
+ORM passes to the database as they are (a UUID as the hex string on SQLite); a sentinel that
+does not come out that way is refused when the query is prepared, so what runs is always SQL
+the ORM wrote. No maintained package does this for
 Django: the ones that cache do it for results, which would serve revoked tokens.
 """
 
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connections
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 
 @dataclass(frozen=True)
 class _Prepared:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[int | None, ...]  # for each parameter: which value, or None for a constant
+    # For each parameter: which value and whether it goes as a UUID's hex, or None (a constant).
+    slots: tuple[tuple[int, bool] | None, ...]
     converters: tuple[tuple[int, tuple[list[Any], Any]], ...]  # (column, (functions, expression))
 
 
 class Compiled:
     """`build(*sentinels)` returns the values_list queryset; `rows(*values)` runs it."""
 
-    def __init__(self, build: Callable[..., QuerySet], *sentinels: str | int) -> None:
+    def __init__(self, build: Callable[..., QuerySet], *sentinels: str | int | uuid.UUID) -> None:
         self.build = build
         self.sentinels = sentinels
         self._prepared: dict[str, _Prepared] = {}
         self._lock = threading.Lock()
 
-    def _slot(self, param: Any) -> int | None:
+    def _slot(self, param: Any) -> tuple[int, bool] | None:
         for i, sentinel in enumerate(self.sentinels):
             if type(param) is type(sentinel) and param == sentinel:
-                return i
+                return i, False
+            if isinstance(sentinel, uuid.UUID) and param == sentinel.hex:
+                return i, True
         return None
 
     def _prepare(self, alias: str) -> _Prepared:
@@ -51,7 +56,7 @@ class Compiled:
         compiler = qs.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
         slots = tuple(self._slot(p) for p in params)
-        missing = set(range(len(self.sentinels))) - set(slots)
+        missing = set(range(len(self.sentinels))) - {slot[0] for slot in slots if slot}
         if missing:
             raise ValueError(f"{self.build.__qualname__}: values {sorted(missing)} were changed")
         columns = [s[0] for s in compiler.select[: compiler.col_count]]
@@ -65,8 +70,10 @@ class Compiled:
             with self._lock:
                 prepared = self._prepared.get(using) or self._prepare(using)
                 self._prepared[using] = prepared
-        pairs = zip(prepared.slots, prepared.params, strict=True)
-        params = [p if i is None else values[i] for i, p in pairs]
+        params = [
+            p if slot is None else values[slot[0]].hex if slot[1] else values[slot[0]]
+            for slot, p in zip(prepared.slots, prepared.params, strict=True)
+        ]
         connection = connections[using]
         with connection.cursor() as cursor:
             cursor.execute(prepared.sql, params)
@@ -83,3 +90,14 @@ class Compiled:
                 row[position] = value
             converted.append(tuple(row))
         return converted
+
+    def instances(self, model: type[Model], *values: Any, using: str = "default") -> list[Any]:
+        """The rows as `model` instances, for a queryset built as
+        `.values_list(*fields(model))`."""
+        names = fields(model)
+        return [model.from_db(using, names, row) for row in self.rows(*values, using=using)]
+
+
+def fields(model: type[Model]) -> list[str]:
+    """Every column of `model`, in the order `Model.from_db` takes them."""
+    return [f.attname for f in model._meta.concrete_fields]

@@ -1,4 +1,5 @@
-"""The embedded broker hands a consumer only whole messages, however fast it polls."""
+"""The brokers: the embedded one hands a consumer only whole messages, however fast it polls;
+Celery's client side is built once per process, not per thread."""
 
 import threading
 import time
@@ -116,3 +117,17 @@ class BrokerTestCase:
         assert sorted(q.queue for q in table) == sorted(
             f"{fan}-{n}-{i}" for n in range(3) for i in range(150)
         )
+
+
+def test_a_task_sent_from_a_new_thread_reuses_the_apps_result_backend() -> None:
+    # daphne runs each request in a thread of its own; Celery must not build its backend again
+    # (entry points scanned) for each of them when a view sends a task.
+    from gateway.celery import app
+
+    first = app.backend
+    seen: list[object] = []
+    for _ in range(3):
+        t = threading.Thread(target=lambda: seen.append(app.backend))
+        t.start()
+        t.join()
+    assert all(b is first for b in seen)

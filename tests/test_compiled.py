@@ -1,5 +1,6 @@
 """gateway.compiled: a queryset compiled once gives, for other values, what the ORM gives."""
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -9,8 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from agents.models import AgentDefinition, Thread
 from approvals.models import ApiToken
-from gateway.compiled import Compiled
+from gateway.compiled import Compiled, fields
 
 FIELDS = ("name", "scopes", "expires_at", "user__username", "user__is_active")
 
@@ -59,3 +61,26 @@ def test_a_value_the_orm_would_change_is_refused_when_prepared() -> None:
     )
     with pytest.raises(ValueError, match="were changed"):
         compiled.rows("alice")
+
+
+@pytest.mark.django_db
+def test_uuid_values_and_whole_instances(users: Any) -> None:
+    token, _ = ApiToken.issue(users["reviewer"], "ci")
+    by_user = Compiled(
+        lambda pk, user: ApiToken.objects.filter(pk=pk, user_id=user).values_list(
+            *fields(ApiToken)
+        ),
+        -1,
+        -2,
+    )
+    [got] = by_user.instances(ApiToken, token.pk, users["reviewer"].pk)
+    assert got == token and got.digest == token.digest and got.scopes == token.scopes
+    assert got.created_at == token.created_at and not got._state.adding
+    assert by_user.instances(ApiToken, token.pk, users["teammate"].pk) == []
+    # A UUID goes to SQLite as its hex string and to PostgreSQL as a UUID: both match.
+    thread = Thread.objects.create(agent=AgentDefinition.objects.create(name="a", model="m"))
+    by_id = Compiled(
+        lambda pk: Thread.objects.filter(pk=pk).values_list("pk", "agent__name"), uuid.UUID(int=1)
+    )
+    assert by_id.rows(thread.pk) == [(thread.pk, "a")]
+    assert by_id.rows(uuid.uuid4()) == []
