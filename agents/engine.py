@@ -56,6 +56,7 @@ from agents.runtime.subagents import (
 from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 from agents.streaming import LiveWriter
+from gateway.compiled import Compiled, fields
 
 log = logging.getLogger(__name__)
 
@@ -245,6 +246,27 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
+# The active frames of a thread's main stack, or of one instance's lane, by depth: read at
+# each step of every run, so compiled once per process (gateway.compiled).
+_MAIN_STACK = Compiled(
+    lambda thread: (
+        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane__isnull=True)
+        .order_by("depth")
+        .values_list(*fields(StackFrame))
+    ),
+    uuid.UUID(int=1),
+)
+_LANE_STACK = Compiled(
+    lambda thread, lane: (
+        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane_id=lane)
+        .order_by("depth")
+        .values_list(*fields(StackFrame))
+    ),
+    uuid.UUID(int=1),
+    -7331,
+)
+
+
 def to_runtime(row: StackFrame) -> Frame:
     return Frame(
         agent_name=row.agent_name,
@@ -291,12 +313,13 @@ class Run(Hooks):
                 self.live.close()
 
     def _stack(self) -> list[StackFrame]:
-        frames = self.thread.frames.filter(status=ACTIVE)
         if self.lane is None:
-            frames = frames.filter(lane__isnull=True)
+            frames = _MAIN_STACK.instances(StackFrame, self.thread.pk)
         else:
-            frames = frames.filter(lane=self.lane)
-        return list(frames.order_by("depth"))
+            frames = _LANE_STACK.instances(StackFrame, self.thread.pk, self.lane.pk)
+        for frame in frames:
+            frame.thread = self.thread  # as the related manager's rows have it
+        return frames
 
     def _loop(self) -> None:
         while True:
