@@ -10,6 +10,7 @@ import functools
 import json
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
+from gateway.compiled import Compiled, fields
 
 S = Suspension.Status
 
@@ -397,6 +399,24 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
     )
 
 
+# decide's locks, compiled once per process (gateway.compiled): every decision takes them.
+_LOCK_THREAD = Compiled(
+    lambda pk: (
+        Thread.objects.select_for_update().filter(pk=pk).order_by().values_list("created_by_id")[:1]
+    ),
+    uuid.UUID(int=1),
+)
+_LOCK_SUSPENSION = Compiled(
+    lambda pk: (
+        Suspension.objects.select_for_update()
+        .filter(pk=pk)
+        .order_by()
+        .values_list(*fields(Suspension))[:1]
+    ),
+    uuid.UUID(int=1),
+)
+
+
 def decide(
     suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
 ) -> Decided:
@@ -422,16 +442,16 @@ def decide(
         }
     extra: dict[str, Any] = {}
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
+        thread = _LOCK_THREAD.rows(suspension.thread_id)  # [(created_by_id,)], or none
         # The suspension's row too: the votes of a quorum are counted under it, so of twenty
         # votes at once exactly the one that completes the count decides.
-        locked = Suspension.objects.select_for_update().filter(pk=suspension.pk).first()
+        locked = next(iter(_LOCK_SUSPENSION.instances(Suspension, suspension.pk)), None)
         if (
             locked is not None
             and locked.status == S.PENDING
             and (locked.expires_at is None or locked.expires_at > now)
         ):
-            policy.check(locked, user, decision, thread.created_by_id if thread else None)
+            policy.check(locked, user, decision, thread[0][0] if thread else None)
             if policy.of(locked)["quorum"] > 1 and "response" not in decision:
                 votes = _vote(locked, user, decision, now)
                 if votes["approvals"] < votes["required"] and decision["approved"]:

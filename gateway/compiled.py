@@ -29,8 +29,8 @@ from django.db.models import Model, QuerySet
 class _Prepared:
     sql: str
     params: tuple[Any, ...]
-    # For each parameter: which value and whether it goes as a UUID's hex, or None (a constant).
-    slots: tuple[tuple[int, bool] | None, ...]
+    # For each parameter: which value and how it goes to the database, or None (a constant).
+    slots: tuple[tuple[int, Callable[[Any], Any]] | None, ...]
     converters: tuple[tuple[int, tuple[list[Any], Any]], ...]  # (column, (functions, expression))
 
 
@@ -43,12 +43,16 @@ class Compiled:
         self._prepared: dict[str, _Prepared] = {}
         self._lock = threading.Lock()
 
-    def _slot(self, param: Any) -> tuple[int, bool] | None:
+    def _slot(self, param: Any) -> tuple[int, Callable[[Any], Any]] | None:
         for i, sentinel in enumerate(self.sentinels):
-            if type(param) is type(sentinel) and param == sentinel:
-                return i, False
-            if isinstance(sentinel, uuid.UUID) and param == sentinel.hex:
-                return i, True
+            if isinstance(sentinel, uuid.UUID):
+                # As UUIDField sends it: a UUID, or its hex where the database has no UUIDs.
+                if isinstance(param, uuid.UUID) and param == sentinel:
+                    return i, _as_uuid
+                if param == sentinel.hex:
+                    return i, lambda value: _as_uuid(value).hex
+            elif type(param) is type(sentinel) and param == sentinel:
+                return i, type(sentinel)
         return None
 
     def _prepare(self, alias: str) -> _Prepared:
@@ -71,7 +75,7 @@ class Compiled:
                 prepared = self._prepared.get(using) or self._prepare(using)
                 self._prepared[using] = prepared
         params = [
-            p if slot is None else values[slot[0]].hex if slot[1] else values[slot[0]]
+            p if slot is None else slot[1](values[slot[0]])
             for slot, p in zip(prepared.slots, prepared.params, strict=True)
         ]
         connection = connections[using]
@@ -96,6 +100,10 @@ class Compiled:
         `.values_list(*fields(model))`."""
         names = fields(model)
         return [model.from_db(using, names, row) for row in self.rows(*values, using=using)]
+
+
+def _as_uuid(value: Any) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def fields(model: type[Model]) -> list[str]:

@@ -83,4 +83,5 @@ def test_uuid_values_and_whole_instances(users: Any) -> None:
         lambda pk: Thread.objects.filter(pk=pk).values_list("pk", "agent__name"), uuid.UUID(int=1)
     )
     assert by_id.rows(thread.pk) == [(thread.pk, "a")]
+    assert by_id.rows(str(thread.pk)) == [(thread.pk, "a")]  # as a string, as UUIDField takes
     assert by_id.rows(uuid.uuid4()) == []
