@@ -11,8 +11,8 @@ again with the real values, converting the columns as the ORM would.
 Only for `values_list` querysets whose changing values are strings, integers or UUIDs that the
 ORM passes to the database as they are (a UUID as the hex string on SQLite); a sentinel that
 does not come out that way is refused when the query is prepared, so what runs is always SQL
-the ORM wrote. No maintained package does this for
-Django: the ones that cache do it for results, which would serve revoked tokens.
+the ORM wrote. No maintained package does this for Django: the ones that cache keep results,
+which would serve a revoked token or a decided suspension.
 """
 
 import threading
