@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from agents import events, policy, presentation
+from agents import chain, events, policy, presentation
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
@@ -153,6 +153,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             status=Thread.Status.RUNNING,
             runnable_since=timezone.now(),
         )
+        chain.begun(thread.id)
         frame = StackFrame.objects.create(
             thread=thread,
             depth=0,
@@ -595,26 +596,33 @@ def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> 
 
 
 def _resume_if_group_done(s: Suspension, now: datetime) -> None:
+    """The thread (or the agent instance) runs again once none of the group waits; the
+    caller holds the thread's lock."""
     pending = Suspension.objects.filter(group=s.group, status=S.PENDING)
-    # One statement: whether any of the group still waits, and the frame's lane (an agent
-    # instance's frame has one).
-    row = (
-        StackFrame.objects.filter(pk=s.frame_id)
-        .annotate(waiting=Exists(pending))
-        .values_list("waiting", "lane_id")
-        .first()
-    )
-    waiting, lane = row if row is not None else (pending.exists(), None)
-    if waiting:
-        return
-    if lane is not None:
-        _resume_lanes([lane], now)
-        return
-    n = Thread.objects.filter(pk=s.thread_id, status=Thread.Status.SUSPENDED).update(
-        status=Thread.Status.RUNNING, runnable_since=now, updated_at=now
+    # One statement for the common case, a frame of the main stack: the thread is made
+    # runnable if none of the group still waits.
+    n = (
+        Thread.objects.filter(pk=s.thread_id, status=Thread.Status.SUSPENDED)
+        .filter(~Exists(pending), Exists(StackFrame.objects.filter(pk=s.frame_id, lane=None)))
+        .update(status=Thread.Status.RUNNING, runnable_since=now, updated_at=now)
     )
     if n:
         _enqueue(s.thread_id)
+        return
+    # Not the main stack's (an agent instance's frame has a lane), or still waiting: the
+    # lane, when there is one and none of the group waits.
+    lanes = StackFrame.objects.filter(pk=s.frame_id, lane__isnull=False).values("lane_id")
+    runnable = list(
+        StackFrame.objects.filter(
+            pk__in=lanes, status=StackFrame.Status.ACTIVE, runnable_since__isnull=True
+        )
+        .filter(~Exists(pending))
+        .values_list("pk", flat=True)
+    )
+    if runnable:
+        StackFrame.objects.filter(pk__in=runnable).update(runnable_since=now)
+        for pk in runnable:
+            enqueue_instance(pk)
 
 
 def _resume_lanes(lanes: list[Any], now: datetime) -> None:

@@ -157,6 +157,13 @@ def seal(events: list[Event]) -> None:
     _remember(connection, {k: heads[k] for k in keys})
 
 
+def begun(thread_id: Any) -> None:
+    """A thread made in the caller's transaction: its chain is empty, and no other
+    transaction can write to it before this one commits (none can see the thread's row), so
+    seal need not lock it and read its head."""
+    _remember(transaction.get_connection(), {_uuid_text(thread_id): ""})
+
+
 def _remembered(connection: Any, keys: list[ChainKey]) -> dict[ChainKey, str]:
     found: dict[ChainKey, str] = {}
     wanted = set(keys)

@@ -125,7 +125,7 @@ class Engine:
         heartbeat.start()
         run = None
         try:
-            run = Run(self, Thread.objects.select_related("agent").get(pk=thread_id), owner)
+            run = Run(self, thread_with_agent(thread_id), owner)
             self._drive(run, thread_id)
         finally:
             heartbeat.stop()
@@ -265,6 +265,29 @@ _LANE_STACK = Compiled(
     uuid.UUID(int=1),
     -7331,
 )
+
+
+# The thread a run drives, with its agent: read at the start of every step.
+_THREAD_WITH_AGENT = Compiled(
+    lambda thread: Thread.objects.filter(pk=thread).values_list(
+        *fields(Thread), *(f"agent__{name}" for name in fields(AgentDefinition))
+    ),
+    uuid.UUID(int=1),
+)
+
+
+def thread_with_agent(thread_id: Any) -> Thread:
+    """Thread.objects.select_related("agent").get(pk=thread_id), through a statement compiled
+    once per process (gateway.compiled)."""
+    rows = _THREAD_WITH_AGENT.rows(thread_id)
+    if not rows:
+        raise Thread.DoesNotExist(thread_id)
+    names = fields(Thread)
+    thread = Thread.from_db("default", names, rows[0][: len(names)])
+    thread.agent = AgentDefinition.from_db(
+        "default", fields(AgentDefinition), rows[0][len(names) :]
+    )
+    return thread
 
 
 def to_runtime(row: StackFrame) -> Frame:
@@ -572,10 +595,8 @@ class Run(Hooks):
         waiting = {u["id"] for u in msgs.unresolved_tool_uses(frame.messages)}
         if not waiting:
             return {}
-        decided = (
-            Suspension.objects.filter(frame=self.row, tool_use_id__in=waiting)
-            .exclude(status=Suspension.Status.PENDING)
-            .select_related("decided_by")
+        decided = Suspension.objects.filter(frame=self.row, tool_use_id__in=waiting).exclude(
+            status=Suspension.Status.PENDING
         )
         result = {}
         for s in decided:
@@ -609,7 +630,12 @@ class Run(Hooks):
         group = uuid.uuid4()
         lineage = " → ".join("main" if f.depth == 0 else f.label for f in self._ancestry(stack))
         with transaction.atomic():
-            self._renew()
+            if self.lane is None:
+                # Suspended, the lease given back, in the lease's check (the usual outcome,
+                # made undone below when the policy decides every call).
+                self._end(Thread.Status.SUSPENDED)
+            else:
+                self._renew()
             known = dict(
                 Suspension.objects.filter(
                     frame=self.row, tool_use_id__in=[c.tool_use_id for c in result.blocking]
@@ -683,16 +709,17 @@ class Run(Hooks):
                     waiting = True
             self._save(frame)
             if not waiting:
+                if self.lane is None:
+                    self._hold()
                 return True
-            if self.lane is None:
-                self._set_status(Thread.Status.SUSPENDED)
-            else:
+            if self.lane is not None:
                 # Only this instance waits; the thread and its other instances run on.
                 self._idle_lane()
+            if self.live is not None:
+                # In this transaction: the line says so when the suspension shows.
+                self.live.activity("waiting for approval", alone=False)
+                self.live = None  # the line stays until the frame works again
         self.released = True
-        if self.live is not None:
-            self.live.activity("waiting for approval")
-            self.live = None  # the line stays until the frame works again
         return False
 
     def _agent_row(self) -> AgentDefinition | None:
@@ -702,11 +729,12 @@ class Run(Hooks):
             return self.thread.agent
         return AgentDefinition.objects.filter(name=self.row.agent_name).first()
 
-    def _close_live(self) -> None:
+    def _close_live(self, alone: bool = True) -> None:
         """The frame stops working: its live view goes with the step's last commit, so no page
-        sees a live line after the thread's end (LiveWriter.close is safe in a transaction)."""
+        sees a live line after the thread's end (LiveWriter.close is safe in a transaction).
+        `alone=False`: no savepoint of its own; a failure fails the step's transaction."""
         if self.live is not None:
-            self.live.close()
+            self.live.close(alone=alone)
             self.live = None
 
     def _ancestry(self, stack: list[StackFrame]) -> list[StackFrame]:
@@ -996,8 +1024,13 @@ class Run(Hooks):
         error: str = "",
     ) -> None:
         ended = {"status": status, "result": result, "error": error, "stack": []}
+        self.thread.result = result
+        self.thread.error = error
         with transaction.atomic():
-            self._renew()
+            if self.lane is None:
+                self._end(status)
+            else:
+                self._renew()
             if frame is not None:
                 self.row.status = (
                     StackFrame.Status.COMPLETED
@@ -1014,13 +1047,45 @@ class Run(Hooks):
                 self.thread.frames.filter(status=ACTIVE).update(
                     status=StackFrame.Status.FAILED, updated_at=self.engine.clock()
                 )
-            self.thread.result = result
-            self.thread.error = error
             if frame is None:
                 events.record(event_type, thread_id=self.thread.pk, payload=ended)
-            self._close_live()
-            self._set_status(status, extra=["result", "error"])
+            self._close_live(alone=False)
+            if self.lane is not None:
+                self._set_status(status, extra=["result", "error"])
         self.released = True
+
+    def _end(self, status: str) -> None:
+        """The thread's new status (with its result and error), the lease given back, if the
+        lease is still this run's; else LeaseLost (the transaction rolls back). One statement
+        where _renew and _set_status are two; the thread's row is locked first, as
+        cancel_thread and the events' chain take it."""
+        now = self.engine.clock()
+        n = Thread.objects.filter(
+            pk=self.thread.pk, lease_owner=self.owner, status=Thread.Status.RUNNING
+        ).update(
+            status=status,
+            result=self.thread.result,
+            error=self.thread.error,
+            lease_owner="",
+            lease_expires_at=None,
+            updated_at=now,
+        )
+        if not n:
+            raise LeaseLost(self.thread.pk)
+        self.thread.status = status
+        self.thread.lease_owner = ""
+        self.thread.lease_expires_at = None
+        self.thread.updated_at = now
+
+    def _hold(self) -> None:
+        """Undo _end in the same transaction: the thread runs on under this run's lease."""
+        expires = self.engine._lease_end()
+        Thread.objects.filter(pk=self.thread.pk).update(
+            status=Thread.Status.RUNNING, lease_owner=self.owner, lease_expires_at=expires
+        )
+        self.thread.status = Thread.Status.RUNNING
+        self.thread.lease_owner = self.owner
+        self.thread.lease_expires_at = expires
 
     def _set_status(self, status: str, extra: list[str] | None = None) -> None:
         """The last write of a step: the new status, and the lease given back with it."""

@@ -76,21 +76,23 @@ class _Wake:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        # Threads whose live lines (agents.streaming) changed at that level too: the same
+        # wake-up tells the hubs, instead of one more message each.
+        self.live: set[str] = set()
         # Django names a failing commit callback by its __qualname__, which only functions
         # and classes have of their own.
         self.__qualname__ = f"{__name__}._Wake"
 
     def __call__(self) -> None:
         committed.send_robust(Event)
-        broadcast(wake_message(self.events))
+        broadcast(wake_message(self.events, self.live))
 
 
-def wake_after_commit(written: list[Event] | None = None) -> None:
-    """Schedule one wake-up per transaction; the Event table stays the truth (invariant 5).
-    `written`: the events this call wrote, carried by the wake-up when they are small."""
+def _pending_wake() -> "_Wake | None":
+    """The wake-up already scheduled at the current transaction's level, if any."""
     connection = transaction.get_connection()
     level = set(connection.savepoint_ids)
-    wake = next(
+    return next(
         (
             func
             for sids, func, _ in reversed(connection.run_on_commit)
@@ -98,10 +100,26 @@ def wake_after_commit(written: list[Event] | None = None) -> None:
         ),
         None,
     )
+
+
+def wake_after_commit(written: list[Event] | None = None) -> None:
+    """Schedule one wake-up per transaction; the Event table stays the truth (invariant 5).
+    `written`: the events this call wrote, carried by the wake-up when they are small."""
+    wake = _pending_wake()
     if wake is None:
         wake = _Wake()
         transaction.on_commit(wake, robust=True)
     wake.events.extend(written or [])
+
+
+def live_with_wake(thread_id: Any) -> bool:
+    """Let the transaction's events wake-up say that `thread_id`'s live line changed too;
+    False when this transaction has none (the caller wakes the hubs itself)."""
+    wake = _pending_wake()
+    if wake is None:
+        return False
+    wake.live.add(str(thread_id))
+    return True
 
 
 # The most a wake-up carries of its events' socket messages (bytes); beyond it, the hubs read
@@ -109,21 +127,22 @@ def wake_after_commit(written: list[Event] | None = None) -> None:
 CARRIED_LIMIT = 32 * 1024
 
 
-def wake_message(written: list[Event]) -> dict[str, Any]:
+def wake_message(written: list[Event], live: set[str] | None = None) -> dict[str, Any]:
     """WAKE, with the events written (id, socket message, created_at), when all of them fit in
-    CARRIED_LIMIT and have their ids."""
+    CARRIED_LIMIT and have their ids, and the threads whose live lines changed (`live`)."""
     from approvals.hub import socket_message  # the hub's own encoding: the same text either way
 
+    wake = {**WAKE, "live": sorted(live)} if live else WAKE
     rows, size = [], 0
     for event in sorted(written, key=lambda e: e.id or 0):
         if event.id is None:
-            return WAKE
+            return wake
         text = socket_message(event.as_message())
         size += len(text)
         if size > CARRIED_LIMIT:
-            return WAKE
+            return wake
         rows.append([event.id, text, event.created_at.isoformat()])
-    return {**WAKE, "rows": rows} if rows else WAKE
+    return {**wake, "rows": rows} if rows else wake
 
 
 def broadcast(message: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ class LiveWriter:
         self.doing = ""
         self.written_at: float | None = None
         self.stored = False  # a row exists (as far as this writer knows)
+        self.shown: tuple[str, str] | None = None  # its text and activity, as last written
 
     def text(self, delta: str) -> None:
         if not delta:
@@ -60,16 +61,32 @@ class LiveWriter:
         self.written = ""
         self._write()
 
-    def activity(self, what: str) -> None:
+    def activity(self, what: str, alone: bool = True) -> None:
+        """`alone=False`: written in the caller's transaction (see close)."""
         self.doing = what[:ACTIVITY_LIMIT]
-        self._write()
+        if alone:
+            self._write()
+            return
+        self.written = ""  # the caller's transaction saves the answer (message_saved's work)
+        self.written_at = self.clock()
+        self._store()
+        self.stored, self.shown = True, (self.written, self.doing)
+        self._wake_on_commit()
 
     def message_saved(self) -> None:
         self.written = ""
         self._write()
 
-    def close(self) -> None:
+    def close(self, alone: bool = True) -> None:
+        """Delete the frame's line. `alone=False`: in the caller's transaction, with no
+        savepoint (two statements fewer) and the wake-up once it commits; a failure is the
+        caller's, as any failed statement of that transaction would be."""
         self.written, self.doing, self.written_at = "", "", None
+        if not alone:
+            LiveText.objects.filter(frame_id=self.frame_id).delete()
+            self.stored = False
+            self._wake_on_commit()
+            return
         try:
             self._alone(LiveText.objects.filter(frame_id=self.frame_id).delete)
             self.stored = False
@@ -81,9 +98,11 @@ class LiveWriter:
         self.written_at = self.clock()
         if not self.stored and not self.written and not self.doing:
             return  # nothing to show and no row to clear
+        if self.stored and self.shown == (self.written, self.doing):
+            return  # the row shows it already
         try:
             self._alone(self._store)
-            self.stored = True
+            self.stored, self.shown = True, (self.written, self.doing)
             self._wake()
         except IntegrityError:
             pass  # the frame is gone (a cancelled run): there is no line to show
@@ -126,6 +145,11 @@ class LiveWriter:
                 f"{activity} = excluded.{activity}, {updated} = excluded.{updated}",
                 values,
             )
+
+    def _wake_on_commit(self) -> None:
+        """Once the caller's transaction commits: with its events' wake-up when it has one."""
+        if not events.live_with_wake(self.thread_id):
+            transaction.on_commit(self._wake)
 
     def _wake(self) -> None:
         try:

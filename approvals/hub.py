@@ -505,6 +505,9 @@ class EventHub:
             if message.get("thread") in self.watchers:
                 self.live_wake.set()
         else:
+            # An events wake-up may say whose live lines changed in its transaction too.
+            if any(thread in self.watchers for thread in message.get("live") or ()):
+                self.live_wake.set()
             self._carry(message.get("rows"))
             self.wake.set()
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from channels.testing import WebsocketCommunicator
+from django.db import transaction
 
+from agents import events
 from agents.models import AgentDefinition, Event, LiveText, StackFrame, Thread
 from agents.streaming import LiveWriter
 from approvals.hub import MESSAGE_LIMIT, SAFETY_POLL, hub, live_message
@@ -167,6 +169,37 @@ class LiveTextSocketTestCase:
             await ws.disconnect()
 
         run(check)
+
+    def test_a_line_ended_in_a_steps_transaction_rides_on_its_events_wake_up(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        writer = write(self.main, "Draft")
+        ws = watching(self.user, self.thread.pk, newest_id())
+        sent: list[str] = []
+        send = events.broadcast
+
+        def spy(message: dict) -> None:
+            sent.append(message["type"])
+            send(message)
+
+        monkeypatch.setattr(events, "broadcast", spy)
+
+        def step() -> None:  # as the engine ends a frame: its events, then its line
+            with transaction.atomic():
+                events.record("AGENT_MESSAGE", thread_id=self.thread.pk, payload={"text": "x"})
+                writer.close(alone=False)
+
+        async def check() -> None:
+            assert (await ws.connect())[0]
+            assert (await next_live(ws))["text"] == "Draft"
+            await in_thread(step)
+            done = await next_live(ws, PROMPT)
+            assert done["done"] is True and done["frame_id"] == self.main.pk
+            await ws.disconnect()
+
+        run(check)
+        # One message for the commit: the events' wake-up named the line's thread.
+        assert sent == ["events.wake"]
 
     def test_a_row_made_again_between_two_reads_is_ended_first(self) -> None:
         writer = write(self.main, "Old answer")
