@@ -25,6 +25,7 @@ from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, AgentVersion, Event, Suspension
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as default_registry
+from gateway.compiled import Compiled
 
 # What an agent does, as versioned: every field a run is built from.
 VERSIONED = (
@@ -159,10 +160,23 @@ def _current_tool(agent: AgentDefinition | None, name: str) -> Tool | None:
         return tool
 
 
+# What version_state needs of the agent, read at every decision: compiled once per process
+# (gateway.compiled), and only these columns of the row.
+_AGENT_NOW = Compiled(
+    lambda name: (
+        AgentDefinition.objects.filter(name=name)
+        .order_by()
+        .values_list("pk", "version", "tool_overrides")[:1]
+    ),
+    "agent-name",
+)
+
+
 def version_state(s: Suspension) -> VersionState:
     """How the agent and the tool now compare with when the suspension was made."""
-    agent = AgentDefinition.objects.filter(name=s.agent_name).first()
-    current = agent.version if agent is not None else None
+    found = _AGENT_NOW.rows(s.agent_name)
+    agent = AgentDefinition(pk=found[0][0], tool_overrides=found[0][2]) if found else None
+    current = found[0][1] if found else None
     tool_changed = False
     if s.tool_digest:
         tool = _current_tool(agent, s.tool_name)
@@ -171,7 +185,7 @@ def version_state(s: Suspension) -> VersionState:
     if agent is not None and s.agent_version is not None and current != s.agent_version:
         kept = dict(
             AgentVersion.objects.filter(
-                agent=agent, version__in=[s.agent_version, current]
+                agent_id=agent.pk, version__in=[s.agent_version, current]
             ).values_list("version", "definition")
         )
         if len(kept) == 2:
