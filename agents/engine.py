@@ -24,7 +24,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -56,7 +56,7 @@ from agents.runtime.subagents import (
 from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 from agents.streaming import LiveWriter
-from gateway.compiled import Compiled, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields
 
 log = logging.getLogger(__name__)
 
@@ -109,16 +109,7 @@ class Engine:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
         owner = uuid.uuid4().hex
         now = self.clock()
-        claimed = (
-            Thread.objects.filter(pk=thread_id, status=Thread.Status.RUNNING)
-            .exclude(lease_expires_at__gt=now)
-            .update(
-                lease_owner=owner,
-                lease_expires_at=self._lease_end(),
-                runnable_since=now,
-                requeues=0,
-            )
-        )
+        claimed = _CLAIM.run(thread_id, owner, self._lease_end(), now)
         if not claimed:
             return False
         heartbeat = Heartbeat(self, thread_id, owner)
@@ -265,6 +256,101 @@ _LANE_STACK = Compiled(
     uuid.UUID(int=1),
     -7331,
 )
+
+
+# The writes of every step, compiled once per process (gateway.compiled); the sentinels are
+# values no real row has. A run claims a runnable thread whose lease is free...
+_RUNNING = Thread.Status.RUNNING
+_AT = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
+_CLAIM = CompiledUpdate(
+    lambda thread, owner, until, now: (
+        Thread.objects.filter(pk=thread, status=_RUNNING).exclude(lease_expires_at__gt=now),
+        {"lease_owner": owner, "lease_expires_at": until, "runnable_since": now, "requeues": 0},
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    _AT,
+    _AT + timedelta(microseconds=1),
+)
+# ...renews its lease at each checkpoint...
+_RENEW = CompiledUpdate(
+    lambda thread, owner, until: (
+        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
+        {"lease_expires_at": until},
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    _AT,
+)
+# ...and ends its step with the thread's new status, giving the lease back (Run._end).
+_END = CompiledUpdate(
+    lambda thread, owner, status, result, error, now: (
+        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
+        {
+            "status": status,
+            "result": result,
+            "error": error,
+            "lease_owner": "",
+            "lease_expires_at": None,
+            "updated_at": now,
+        },
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    "(status)",
+    "(result)",
+    "(error)",
+    _AT,
+)
+# The frame's checkpoint (Run._save), and the one that ends it.
+_FRAME_FIELDS = ("messages", "iteration", "input_tokens", "output_tokens", "tools_used")
+_FRAME_SENTINELS = ([{"(messages)": 1}], -7331, -7332, -7333, ["(tools used)"], _AT)
+_SAVE_FRAME = CompiledUpdate(
+    lambda frame, *values: (
+        StackFrame.objects.filter(pk=frame),
+        dict(zip((*_FRAME_FIELDS, "updated_at"), values, strict=True)),
+    ),
+    -7330,
+    *_FRAME_SENTINELS,
+)
+_SAVE_ENDED_FRAME = CompiledUpdate(
+    lambda frame, *values: (
+        StackFrame.objects.filter(pk=frame),
+        dict(zip((*_FRAME_FIELDS, "updated_at", "status", "result"), values, strict=True)),
+    ),
+    -7330,
+    *_FRAME_SENTINELS,
+    "(status)",
+    "(result)",
+)
+
+
+# A frame's suspensions for some of its tool uses, read at each step that raises or resumes
+# them: compiled once per process for each number of tool uses (a step has one, or a few).
+@functools.cache
+def _raised(uses: int) -> Compiled:
+    """The (tool_use_id, status) of the frame's suspensions for `uses` tool uses."""
+    return Compiled(
+        lambda frame, *ids: Suspension.objects.filter(
+            frame_id=frame, tool_use_id__in=ids
+        ).values_list("tool_use_id", "status"),
+        -7331,
+        *(f"(tool use {i})" for i in range(uses)),
+    )
+
+
+@functools.cache
+def _decided(uses: int) -> Compiled:
+    """The frame's decided suspensions (whole rows) for `uses` tool uses."""
+    return Compiled(
+        lambda frame, *ids: (
+            Suspension.objects.filter(frame_id=frame, tool_use_id__in=ids)
+            .exclude(status=Suspension.Status.PENDING)
+            .values_list(*fields(Suspension))
+        ),
+        -7331,
+        *(f"(tool use {i})" for i in range(uses)),
+    )
 
 
 # The thread a run drives, with its agent: read at the start of every step.
@@ -554,9 +640,7 @@ class Run(Hooks):
                 pk=self.lane.pk, lease_owner=self.owner, status=ACTIVE
             ).update(lease_expires_at=self.engine._lease_end())
         else:
-            n = Thread.objects.filter(
-                pk=self.thread.pk, lease_owner=self.owner, status=Thread.Status.RUNNING
-            ).update(lease_expires_at=self.engine._lease_end())
+            n = _RENEW.run(self.thread.pk, self.owner, self.engine._lease_end())
         if not n:
             raise LeaseLost(self.thread.pk)
 
@@ -568,17 +652,29 @@ class Run(Hooks):
         row = row or self.row
         row.messages = frame.messages
         row.iteration = frame.iteration
-        row.save(
-            update_fields=[
-                "messages",
-                "iteration",
-                "input_tokens",
-                "output_tokens",
-                "tools_used",
-                "updated_at",
-                *extra,
-            ]
-        )
+        if extra in ((), ("status", "result")):
+            # row.save(update_fields=[...]), through a statement compiled once per process.
+            row.updated_at = timezone.now()  # as auto_now sets it
+            values = [row.messages, row.iteration, row.input_tokens, row.output_tokens]
+            values += [row.tools_used, row.updated_at]
+            if extra:
+                n = _SAVE_ENDED_FRAME.run(row.pk, *values, row.status, row.result)
+            else:
+                n = _SAVE_FRAME.run(row.pk, *values)
+            if not n:
+                raise DatabaseError("Save with update_fields did not affect any rows.")
+        else:
+            row.save(
+                update_fields=[
+                    "messages",
+                    "iteration",
+                    "input_tokens",
+                    "output_tokens",
+                    "tools_used",
+                    "updated_at",
+                    *extra,
+                ]
+            )
         if self.unsaved_answer and self.live is not None:
             transaction.on_commit(self.live.message_saved)
         self.unsaved_answer = False
@@ -595,9 +691,7 @@ class Run(Hooks):
         waiting = {u["id"] for u in msgs.unresolved_tool_uses(frame.messages)}
         if not waiting:
             return {}
-        decided = Suspension.objects.filter(frame=self.row, tool_use_id__in=waiting).exclude(
-            status=Suspension.Status.PENDING
-        )
+        decided = _decided(len(waiting)).instances(Suspension, self.row.pk, *sorted(waiting))
         result = {}
         for s in decided:
             result[s.tool_use_id] = Decision(
@@ -636,11 +730,8 @@ class Run(Hooks):
                 self._end(Thread.Status.SUSPENDED)
             else:
                 self._renew()
-            known = dict(
-                Suspension.objects.filter(
-                    frame=self.row, tool_use_id__in=[c.tool_use_id for c in result.blocking]
-                ).values_list("tool_use_id", "status")
-            )
+            uses = list(dict.fromkeys(c.tool_use_id for c in result.blocking))
+            known = dict(_raised(len(uses)).rows(self.row.pk, *uses))
             # Whether any of the calls waits for a person: one raised before (a retried
             # step) and still pending, or one raised now that no rule decided.
             waiting = Suspension.Status.PENDING in known.values()
@@ -1060,16 +1151,7 @@ class Run(Hooks):
         where _renew and _set_status are two; the thread's row is locked first, as
         cancel_thread and the events' chain take it."""
         now = self.engine.clock()
-        n = Thread.objects.filter(
-            pk=self.thread.pk, lease_owner=self.owner, status=Thread.Status.RUNNING
-        ).update(
-            status=status,
-            result=self.thread.result,
-            error=self.thread.error,
-            lease_owner="",
-            lease_expires_at=None,
-            updated_at=now,
-        )
+        n = _END.run(self.thread.pk, self.owner, status, self.thread.result, self.thread.error, now)
         if not n:
             raise LeaseLost(self.thread.pk)
         self.thread.status = status

@@ -296,7 +296,7 @@ def threads(request: HttpRequest) -> JsonResponse:
         unknown = set(data) - {"agent", "message"}
         for key in unknown:
             fields[key] = "Unknown field."
-        agent = AgentDefinition.objects.filter(name=name).first() if "agent" not in fields else None
+        agent = _agent_named(name) if "agent" not in fields else None
         if "agent" not in fields and agent is None:
             fields["agent"] = f"No agent named {name!r}."
         if fields:
@@ -309,6 +309,17 @@ def threads(request: HttpRequest) -> JsonResponse:
     except ratelimits.Limited as e:
         return ratelimits.too_many(e)
     return JsonResponse(thread_payload(thread), status=201)
+
+
+# The agent a run starts, read at every start: compiled once per process (gateway.compiled).
+_AGENT = Compiled(
+    lambda name: AgentDefinition.objects.filter(name=name).values_list(*fields(AgentDefinition)),
+    "(agent name)",
+)
+
+
+def _agent_named(name: str) -> AgentDefinition | None:
+    return next(iter(_AGENT.instances(AgentDefinition, name)), None)
 
 
 def _thread_list(request: HttpRequest) -> JsonResponse:

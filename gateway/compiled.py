@@ -11,18 +11,22 @@ again with the real values, converting the columns as the ORM would.
 Only for `values_list` querysets whose changing values are strings, integers or UUIDs that the
 ORM passes to the database as they are (a UUID as the hex string on SQLite); a sentinel that
 does not come out that way is refused when the query is prepared, so what runs is always SQL
-the ORM wrote. No maintained package does this for Django: the ones that cache keep results,
-which would serve a revoked token or a decided suspension.
+the ORM wrote. `CompiledUpdate` does the same for `queryset.update(...)` (the workers' lease
+and checkpoint writes), its new values prepared by their fields. No maintained package does
+this for Django: the ones that cache keep results, which would serve a revoked token or a
+decided suspension.
 """
 
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connections
 from django.db.models import Model, QuerySet
+from django.db.models.sql.subqueries import UpdateQuery
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,93 @@ class Compiled:
         `.values_list(*fields(model))`."""
         names = fields(model)
         return [model.from_db(using, names, row) for row in self.rows(*values, using=using)]
+
+
+class CompiledUpdate:
+    """`queryset.update(**values)` compiled once per database, then run with other values.
+
+    `build(*sentinels)` returns `(queryset, values)` as they would go to `update`. A value of
+    `values` that is one of the sentinels is prepared at each run by its field, as the ORM
+    prepares it (`get_db_prep_save`: JSON, datetimes and all); any other is a constant. The
+    filter's values are found in the statement's parameters as `Compiled` finds them, datetimes
+    too; a filter over other tables, or a sentinel that does not come out whole, is refused
+    when the statement is prepared. `run(*values)` returns the number of rows updated.
+    """
+
+    def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *sentinels: Any):
+        self.build = build
+        self.sentinels = sentinels
+        self._prepared: dict[str, tuple[str, tuple[Any, ...], tuple[Any, ...]]] = {}
+        self._lock = threading.Lock()
+
+    def _prepare(self, alias: str) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
+        connection = connections[alias]
+        qs, values = self.build(*self.sentinels)
+        query = qs.query.chain(UpdateQuery)
+        query.add_update_values(values)
+        if len(query.alias_map) > 1 or query.related_updates:
+            raise ValueError(f"{self.build.__qualname__}: only one table's rows")
+        compiler = query.get_compiler(using=alias)
+        sql, params = compiler.as_sql()
+        slots: list[Any] = []
+        # The SET clause's parameters come first, one per value that is neither None nor an
+        # expression, in the order of query.values (SQLUpdateCompiler.as_sql).
+        for field, _, value in query.values:
+            if value is None or hasattr(value, "resolve_expression"):
+                continue
+            index = next((i for i, s in enumerate(self.sentinels) if s is value), None)
+            if index is None:
+                slots.append(None)
+            else:
+                slots.append((index, _saved_by(field, connection)))
+        for param in params[len(slots) :]:
+            slots.append(_slot(self.sentinels, param, connection))
+        used = {slot[0] for slot in slots if slot}
+        missing = set(range(len(self.sentinels))) - used
+        if missing or len(slots) != len(params):
+            raise ValueError(f"{self.build.__qualname__}: values {sorted(missing)} were changed")
+        return sql, tuple(params), tuple(slots)
+
+    def run(self, *values: Any, using: str = "default") -> int:
+        prepared = self._prepared.get(using)
+        if prepared is None:
+            with self._lock:
+                prepared = self._prepared.get(using) or self._prepare(using)
+                self._prepared[using] = prepared
+        sql, constants, slots = prepared
+        params = [
+            p if slot is None else slot[1](values[slot[0]])
+            for slot, p in zip(slots, constants, strict=True)
+        ]
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+
+def _saved_by(field: Any, connection: Any) -> Callable[[Any], Any]:
+    return lambda value: field.get_db_prep_save(value, connection=connection)
+
+
+def _slot(
+    sentinels: tuple[Any, ...], param: Any, connection: Any
+) -> tuple[int, Callable[[Any], Any]] | None:
+    """Which sentinel a filter's parameter is, and how a value goes to the database as it did;
+    None: a constant."""
+    for i, sentinel in enumerate(sentinels):
+        if isinstance(sentinel, uuid.UUID):
+            if isinstance(param, uuid.UUID) and param == sentinel:
+                return i, _as_uuid
+            if param == sentinel.hex:
+                return i, lambda value: _as_uuid(value).hex
+        elif isinstance(sentinel, datetime):
+            if isinstance(param, datetime) and param == sentinel:
+                return i, lambda value: value
+            adapt = connection.ops.adapt_datetimefield_value
+            if isinstance(param, str) and param == adapt(sentinel):
+                return i, adapt
+        elif type(param) is type(sentinel) and param == sentinel:
+            return i, type(sentinel)
+    return None
 
 
 def _as_uuid(value: Any) -> uuid.UUID:

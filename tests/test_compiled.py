@@ -3,16 +3,18 @@
 import uuid
 from datetime import timedelta
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.db.models.sql.compiler import SQLUpdateCompiler
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agents.models import AgentDefinition, Thread
+from agents.models import AgentDefinition, StackFrame, Thread
 from approvals.models import ApiToken
-from gateway.compiled import Compiled, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields
 
 FIELDS = ("name", "scopes", "expires_at", "user__username", "user__is_active")
 
@@ -85,3 +87,89 @@ def test_uuid_values_and_whole_instances(users: Any) -> None:
     assert by_id.rows(thread.pk) == [(thread.pk, "a")]
     assert by_id.rows(str(thread.pk)) == [(thread.pk, "a")]  # as a string, as UUIDField takes
     assert by_id.rows(uuid.uuid4()) == []
+
+
+# CompiledUpdate -------------------------------------------------------------------------
+
+AT = timezone.now().replace(year=2001)
+
+
+def claim() -> CompiledUpdate:
+    return CompiledUpdate(
+        lambda thread, owner, until, now: (
+            Thread.objects.filter(pk=thread, status="running").exclude(lease_expires_at__gt=now),
+            {"lease_owner": owner, "lease_expires_at": until, "runnable_since": now},
+        ),
+        uuid.UUID(int=1),
+        "(owner)",
+        AT,
+        AT + timedelta(microseconds=1),
+    )
+
+
+@pytest.mark.django_db
+def test_an_update_compiled_once_writes_what_the_orms_writes() -> None:
+    agent = AgentDefinition.objects.create(name="a", model="m")
+    mine, other = (Thread.objects.create(agent=agent, status="running") for _ in range(2))
+    now = timezone.now()
+    compiled = claim()
+
+    assert compiled.run(mine.pk, "me", now + timedelta(seconds=10), now) == 1
+    # The same update through the ORM, on the other row: both rows end the same.
+    assert (
+        Thread.objects.filter(pk=other.pk, status="running")
+        .exclude(lease_expires_at__gt=now)
+        .update(lease_owner="me", lease_expires_at=now + timedelta(seconds=10), runnable_since=now)
+        == 1
+    )
+    columns = ("lease_owner", "lease_expires_at", "runnable_since")
+    got = Thread.objects.filter(pk__in=[mine.pk, other.pk]).values_list(*columns)
+    assert len(set(got)) == 1 and got[0] == ("me", now + timedelta(seconds=10), now)
+    # The filter's datetime is the run's: a lease still held is not taken, one run out is.
+    assert compiled.run(mine.pk, "you", now, now + timedelta(seconds=5)) == 0
+    assert compiled.run(str(mine.pk), "you", now, now + timedelta(seconds=11)) == 1
+    assert Thread.objects.get(pk=mine.pk).lease_owner == "you"
+    # Compiled once: one statement per run, and the ORM's compiler not called again.
+    with (
+        patch.object(SQLUpdateCompiler, "as_sql", side_effect=AssertionError) as compiling,
+        CaptureQueriesContext(connection) as queries,
+    ):
+        compiled.run(other.pk, "x", now, now + timedelta(seconds=20))
+        compiled.run(mine.pk, "y", now, now + timedelta(seconds=20))
+    assert len(queries) == 2 and not compiling.called
+
+
+@pytest.mark.django_db
+def test_a_compiled_update_prepares_json_as_its_field_does() -> None:
+    agent = AgentDefinition.objects.create(name="a", model="m")
+    thread = Thread.objects.create(agent=agent)
+    frame = StackFrame.objects.create(thread=thread, agent_name="a", model="m")
+    save = CompiledUpdate(
+        lambda pk, messages, used: (
+            StackFrame.objects.filter(pk=pk),
+            {"messages": messages, "tools_used": used, "iteration": 3},
+        ),
+        -1,
+        [{"(messages)": 1}],
+        ["(used)"],
+    )
+    messages = [{"role": "user", "content": [{"type": "text", "text": 'it\'s "quoted" – ünï'}]}]
+    assert save.run(frame.pk, messages, ["a", "b"]) == 1
+    frame.refresh_from_db()
+    assert (frame.messages, frame.tools_used, frame.iteration) == (messages, ["a", "b"], 3)
+
+
+@pytest.mark.django_db
+def test_an_update_the_orm_would_not_write_as_built_is_refused() -> None:
+    # A filter across tables is not one UPDATE statement of the row's table.
+    across = CompiledUpdate(
+        lambda name: (Thread.objects.filter(agent__name=name), {"title": "x"}), "(name)"
+    )
+    with pytest.raises(ValueError, match="one table"):
+        across.run("a")
+    # `__icontains` changes the value on its way: the sentinel is not found.
+    changed = CompiledUpdate(
+        lambda title: (Thread.objects.filter(title__icontains=title), {"error": ""}), "(t)"
+    )
+    with pytest.raises(ValueError, match="were changed"):
+        changed.run("x")
