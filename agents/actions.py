@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -25,7 +25,7 @@ from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
-from gateway.compiled import Compiled, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields
 
 S = Suspension.Status
 
@@ -418,6 +418,34 @@ _LOCK_SUSPENSION = Compiled(
 )
 
 
+# A pending suspension, before its deadline, approved or rejected by a person (decide).
+_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
+_DECIDE = CompiledUpdate(
+    lambda pk, now, by, name, status, approved, reason, args: (
+        Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        ),
+        {
+            "decided_by_id": by,
+            "decided_by_name": name,
+            "decided_at": now,
+            "status": status,
+            "approved": approved,
+            "reason": reason,
+            "modified_args": args,
+        },
+    ),
+    uuid.UUID(int=1),
+    datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC),
+    -7331,
+    "(decided by)",
+    "(status)",
+    True,
+    "(reason)",
+    {"(modified args)": 1},
+)
+
+
 def decide(
     suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
 ) -> Decided:
@@ -461,16 +489,17 @@ def decide(
                     # What the quorum approved: the latest edit (None: the arguments as sent).
                     fields["modified_args"] = locked.modified_args
                     extra = {"approved_by": votes["approved_by"], "quorum": votes["required"]}
-        won = (
-            Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
-            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-            .update(
-                decided_by=user,
-                decided_by_name=getattr(user, "username", ""),
-                decided_at=now,
-                **fields,
+        who = (getattr(user, "pk", None), getattr(user, "username", ""))
+        if fields.keys() == _DECIDED_FIELDS and who[0] is not None:
+            # The approval or rejection of a person: the same update, compiled once.
+            values = (fields["status"], fields["approved"], fields["reason"])
+            won = _DECIDE.run(suspension.pk, now, *who, *values, fields["modified_args"])
+        else:
+            won = (
+                Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
+                .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+                .update(decided_by=user, decided_by_name=who[1], decided_at=now, **fields)
             )
-        )
         if not won:
             current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
             if current.status == S.PENDING:
