@@ -340,6 +340,20 @@ def _raised(uses: int) -> Compiled:
 
 
 @functools.cache
+def _mark_resumed(n: int) -> CompiledUpdate:
+    """Suspension.objects.filter(pk__in=<n ids>, resumed_at__isnull=True)
+    .update(resumed_at=now)."""
+    return CompiledUpdate(
+        lambda now, *ids: (
+            Suspension.objects.filter(pk__in=ids, resumed_at__isnull=True),
+            {"resumed_at": now},
+        ),
+        _AT,
+        *(uuid.UUID(int=i + 1) for i in range(n)),
+    )
+
+
+@functools.cache
 def _decided(uses: int) -> Compiled:
     """The frame's decided suspensions (whole rows) for `uses` tool uses."""
     return Compiled(
@@ -679,9 +693,8 @@ class Run(Hooks):
             transaction.on_commit(self.live.message_saved)
         self.unsaved_answer = False
         if self.resumed:
-            Suspension.objects.filter(pk__in=self.resumed, resumed_at__isnull=True).update(
-                resumed_at=self.engine.clock()
-            )
+            resumed = list(dict.fromkeys(self.resumed))
+            _mark_resumed(len(resumed)).run(self.engine.clock(), *resumed)
             self.resumed = []
         events.record_many(self.buffered)
         self.buffered = []
