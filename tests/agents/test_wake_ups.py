@@ -54,3 +54,18 @@ def test_events_of_a_savepoint_rolled_back_are_not_announced(
             pass
 
     assert [row[0] for message in sent for row in message.get("rows", [])] == [kept.pk]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_events_written_in_several_inserts_keep_their_order_and_chain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(events, "INSERT_BATCH", 2)
+    written = events.record_many(
+        [Event(type="AGENT_MESSAGE", payload={"n": n, "text": 'it\'s "x"'}) for n in range(5)]
+    )
+    stored = list(Event.objects.order_by("id"))
+    assert [e.id for e in written] == [e.id for e in stored]
+    assert [e.payload["n"] for e in stored] == [0, 1, 2, 3, 4]
+    assert [e.prev_hash for e in stored[1:]] == [e.hash for e in stored[:-1]]
+    assert all(not e._state.adding for e in written)
