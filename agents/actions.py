@@ -25,7 +25,7 @@ from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
-from gateway.compiled import Compiled, CompiledUpdate, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields, insert
 
 S = Suspension.Status
 
@@ -145,7 +145,9 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
     # every caller lets a failure end that transaction too, so one would only cost two
     # statements.
     with transaction.atomic(savepoint=False):
-        thread = Thread.objects.create(
+        # Inserted through gateway.compiled.insert, as Model.save would (a statement each,
+        # written once per process).
+        thread = Thread(
             agent=agent,
             created_by=user,
             created_by_name=getattr(user, "username", ""),
@@ -153,8 +155,9 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             status=Thread.Status.RUNNING,
             runnable_since=timezone.now(),
         )
+        insert([thread])
         chain.begun(thread.id)
-        frame = StackFrame.objects.create(
+        frame = StackFrame(
             thread=thread,
             depth=0,
             agent_name=main.agent_name,
@@ -167,6 +170,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
             tools=main.tools,
             tool_overrides=main.tool_overrides,
         )
+        insert([frame])
         event = events.record(
             Event.Type.THREAD_STARTED,
             thread_id=thread.id,

@@ -56,7 +56,7 @@ from agents.runtime.subagents import (
 from agents.runtime.tools import ToolRegistry
 from agents.runtime.tools import registry as default_registry
 from agents.streaming import LiveWriter
-from gateway.compiled import Compiled, CompiledUpdate, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields, insert
 
 log = logging.getLogger(__name__)
 
@@ -774,7 +774,7 @@ class Run(Hooks):
                         "decided_by_name": "policy",
                         "decided_at": now,
                     }
-                s = Suspension.objects.create(
+                s = Suspension(
                     thread=self.thread,
                     frame=self.row,
                     group=group,
@@ -797,6 +797,7 @@ class Run(Hooks):
                     policy=kept,
                     **decided,
                 )
+                insert([s])  # as s.save() would, through a statement written once
                 payload = {**suspension_payload(s), **self._where()}
                 if auto is not None:
                     # Raised as pending, then decided by its rule with no person as actor.

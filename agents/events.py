@@ -2,7 +2,6 @@
 
 import asyncio
 import contextlib
-import functools
 import os
 import threading
 from typing import Any
@@ -14,6 +13,7 @@ from django.dispatch import Signal
 
 from agents import chain
 from agents.models import Event
+from gateway.compiled import insert
 
 EVENTS_GROUP = "events"
 
@@ -62,43 +62,15 @@ def record_many(events: list[Event]) -> list[Event]:
     return events
 
 
-# The columns an event's insert writes (all but its id), in the model's order.
-_COLUMNS = [f for f in Event._meta.concrete_fields if not f.primary_key]
-
-
 def _insert(written: list[Event]) -> None:
-    """Event.objects.bulk_create(written), in one INSERT ... RETURNING id written out once per
-    number of rows: the ORM built the same statement at every step, a tenth of a worker's CPU
-    (bench/README.md). Each value is prepared by its field, as the ORM prepares it."""
-    connection = transaction.get_connection()
+    """Event.objects.bulk_create(written), in batches of INSERT_BATCH rows: the ORM built the
+    same statement at every step, a tenth of a worker's CPU (bench/README.md)."""
     for start in range(0, len(written), INSERT_BATCH):
-        batch = written[start : start + INSERT_BATCH]
-        params = [
-            field.get_db_prep_save(field.pre_save(event, True), connection=connection)
-            for event in batch
-            for field in _COLUMNS
-        ]
-        with connection.cursor() as cursor:
-            cursor.execute(_insert_sql(connection.vendor, len(batch)), params)
-            ids = [row[0] for row in cursor.fetchall()]
-        for event, pk in zip(batch, ids, strict=True):
-            event.id = pk
-            event._state.adding = False
-            event._state.db = connection.alias
+        insert(written[start : start + INSERT_BATCH])
 
 
 # Rows per INSERT: well under both databases' limits on a statement's parameters.
 INSERT_BATCH = 500
-
-
-@functools.cache
-def _insert_sql(vendor: str, rows: int) -> str:
-    quote = transaction.get_connection().ops.quote_name
-    columns = ", ".join(quote(f.column) for f in _COLUMNS)
-    row = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
-    table = quote(Event._meta.db_table)
-    pk = quote(Event._meta.pk.column)
-    return f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * rows)} RETURNING {pk}"
 
 
 def _transaction() -> Any:

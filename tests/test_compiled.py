@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agents.models import AgentDefinition, StackFrame, Thread
 from approvals.models import ApiToken
-from gateway.compiled import Compiled, CompiledUpdate, fields
+from gateway.compiled import Compiled, CompiledUpdate, fields, insert
 
 FIELDS = ("name", "scopes", "expires_at", "user__username", "user__is_active")
 
@@ -173,3 +173,20 @@ def test_an_update_the_orm_would_not_write_as_built_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="were changed"):
         changed.run("x")
+
+
+@pytest.mark.django_db
+def test_insert_writes_rows_as_save_would() -> None:
+    agent = AgentDefinition.objects.create(name="a", model="m")
+    thread = Thread(agent=agent, title='it\'s "t"')
+    insert([thread])  # a UUID key the row had before
+    frames = [
+        StackFrame(thread=thread, agent_name="a", model="m", messages=[{"n": n}]) for n in range(3)
+    ]
+    insert(frames)  # auto-incremented keys, given back in order
+    assert not thread._state.adding and thread.created_at is not None
+    stored = Thread.objects.get(pk=thread.pk)
+    assert (stored.title, stored.status) == (thread.title, "running")
+    assert stored.created_at == thread.created_at  # set on the instance, as save sets it
+    by_id = {f.pk: f.messages for f in StackFrame.objects.filter(thread=thread)}
+    assert by_id == {f.pk: [{"n": n}] for n, f in enumerate(frames)}
