@@ -631,84 +631,45 @@ def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> 
 def _resume_if_group_done(s: Suspension, now: datetime) -> None:
     """The thread (or the agent instance) runs again once none of the group waits; the
     caller holds the thread's lock."""
-    pending = Suspension.objects.filter(group=s.group, status=S.PENDING)
     # One statement for the common case, a frame of the main stack: the thread is made
     # runnable if none of the group still waits.
-    if _resume_main_stack(s, now):
+    if _RESUME_MAIN_STACK.run(s.thread_id, s.group, s.frame_id, now):
         _enqueue(s.thread_id)
         return
     # Not the main stack's (an agent instance's frame has a lane), or still waiting: the
     # lane, when there is one and none of the group waits.
+    pending = Suspension.objects.filter(group=s.group, status=S.PENDING)
     lanes = StackFrame.objects.filter(pk=s.frame_id, lane__isnull=False).values("lane_id")
-    runnable = list(
-        StackFrame.objects.filter(
-            pk__in=lanes, status=StackFrame.Status.ACTIVE, runnable_since__isnull=True
-        )
-        .filter(~Exists(pending))
-        .values_list("pk", flat=True)
-    )
-    if runnable:
-        StackFrame.objects.filter(pk__in=runnable).update(runnable_since=now)
-        for pk in runnable:
-            enqueue_instance(pk)
+    _resume_lanes(lanes, now, unless=Exists(pending))
 
 
-@functools.cache
-def _resume_main_stack_sql(vendor: str) -> str:
-    """The statement below, in the ORM's own table and column names. Written out because the
-    ORM rebuilt its two subqueries at every decision, a fifth of the decision POST's CPU
-    (bench/README.md); `vendor` keys the cache, the quoting being the same for both."""
-    connection = transaction.get_connection()
-    quote = connection.ops.quote_name
-
-    def column(model: Any, name: str) -> str:
-        return quote(model._meta.get_field(name).column)
-
-    thread, suspension, frame = (quote(m._meta.db_table) for m in (Thread, Suspension, StackFrame))
-    return (
-        f"UPDATE {thread} SET {column(Thread, 'status')} = %s,"
-        f" {column(Thread, 'runnable_since')} = %s, {column(Thread, 'updated_at')} = %s"
-        f" WHERE {column(Thread, 'id')} = %s AND {column(Thread, 'status')} = %s"
-        f" AND NOT EXISTS (SELECT 1 FROM {suspension}"
-        f" WHERE {column(Suspension, 'group')} = %s AND {column(Suspension, 'status')} = %s)"
-        f" AND EXISTS (SELECT 1 FROM {frame}"
-        f" WHERE {column(StackFrame, 'id')} = %s AND {column(StackFrame, 'lane')} IS NULL)"
-    )
+# Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
+# frame on the main stack (no lane), made runnable: compiled once, as the ORM rebuilt its two
+# subqueries at every decision, a fifth of the decision POST's CPU (bench/README.md).
+_RESUME_MAIN_STACK = CompiledUpdate(
+    lambda thread, group, frame, now: (
+        Thread.objects.filter(pk=thread, status=Thread.Status.SUSPENDED)
+        .filter(~Exists(Suspension.objects.filter(group=group, status=S.PENDING)))
+        .filter(Exists(StackFrame.objects.filter(pk=frame, lane__isnull=True))),
+        {"status": Thread.Status.RUNNING, "runnable_since": now, "updated_at": now},
+    ),
+    uuid.UUID(int=1),
+    uuid.UUID(int=2),
+    -7330,
+    datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC),
+)
 
 
-def _resume_main_stack(s: Suspension, now: datetime) -> bool:
-    """Thread.objects.filter(pk=s.thread_id, status=SUSPENDED) with no pending suspension of
-    the group and the frame on the main stack (no lane) .update(status=RUNNING,
-    runnable_since=now, updated_at=now): whether it was made runnable. Each value is
-    prepared by its field, as the ORM prepares it."""
-    connection = transaction.get_connection()
-
-    def value(model: Any, name: str, v: Any) -> Any:
-        return model._meta.get_field(name).get_db_prep_value(v, connection)
-
-    params = [
-        value(Thread, "status", Thread.Status.RUNNING),
-        value(Thread, "runnable_since", now),
-        value(Thread, "updated_at", now),
-        value(Thread, "id", s.thread_id),
-        value(Thread, "status", Thread.Status.SUSPENDED),
-        value(Suspension, "group", s.group),
-        value(Suspension, "status", S.PENDING),
-        value(StackFrame, "id", s.frame_id),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(_resume_main_stack_sql(connection.vendor), params)
-        return cursor.rowcount > 0
-
-
-def _resume_lanes(lanes: list[Any], now: datetime) -> None:
+def _resume_lanes(lanes: Any, now: datetime, unless: Any = None) -> None:
     """Agent instances whose suspensions are all decided run again (the thread's other
-    instances, and its main stack, never stopped for them)."""
-    runnable = list(
-        StackFrame.objects.filter(
-            pk__in=lanes, status=StackFrame.Status.ACTIVE, runnable_since__isnull=True
-        ).values_list("pk", flat=True)
+    instances, and its main stack, never stopped for them); none if `unless` (an Exists)
+    holds."""
+    found = StackFrame.objects.filter(
+        pk__in=lanes, status=StackFrame.Status.ACTIVE, runnable_since__isnull=True
     )
+    if unless is not None:
+        found = found.filter(~unless)
+    runnable = list(found.values_list("pk", flat=True))
     if not runnable:
         return
     StackFrame.objects.filter(pk__in=runnable).update(runnable_since=now)

@@ -35,7 +35,7 @@ class _Prepared:
     sql: str
     params: tuple[Any, ...]
     # For each parameter: which value and how it goes to the database, or None (a constant).
-    slots: tuple[tuple[int, Callable[[Any], Any]] | None, ...]
+    slots: tuple["Slot | None", ...]
     converters: tuple[tuple[int, tuple[list[Any], Any]], ...]  # (column, (functions, expression))
 
 
@@ -48,23 +48,11 @@ class Compiled:
         self._prepared: dict[str, _Prepared] = {}
         self._lock = threading.Lock()
 
-    def _slot(self, param: Any) -> tuple[int, Callable[[Any], Any]] | None:
-        for i, sentinel in enumerate(self.sentinels):
-            if isinstance(sentinel, uuid.UUID):
-                # As UUIDField sends it: a UUID, or its hex where the database has no UUIDs.
-                if isinstance(param, uuid.UUID) and param == sentinel:
-                    return i, _as_uuid
-                if param == sentinel.hex:
-                    return i, lambda value: _as_uuid(value).hex
-            elif type(param) is type(sentinel) and param == sentinel:
-                return i, type(sentinel)
-        return None
-
     def _prepare(self, alias: str) -> _Prepared:
         qs = self.build(*self.sentinels).using(alias)
         compiler = qs.query.get_compiler(using=alias)
         sql, params = compiler.as_sql()
-        slots = tuple(self._slot(p) for p in params)
+        slots = tuple(_slot(self.sentinels, p, connections[alias]) for p in params)
         missing = set(range(len(self.sentinels))) - {slot[0] for slot in slots if slot}
         if missing:
             raise ValueError(f"{self.build.__qualname__}: values {sorted(missing)} were changed")
@@ -79,11 +67,11 @@ class Compiled:
             with self._lock:
                 prepared = self._prepared.get(using) or self._prepare(using)
                 self._prepared[using] = prepared
+        connection = connections[using]
         params = [
-            p if slot is None else slot[1](values[slot[0]])
+            p if slot is None else slot[1](values[slot[0]], connection)
             for slot, p in zip(prepared.slots, prepared.params, strict=True)
         ]
-        connection = connections[using]
         with connection.cursor() as cursor:
             cursor.execute(prepared.sql, params)
             rows = cursor.fetchall()
@@ -125,7 +113,6 @@ class CompiledUpdate:
         self._lock = threading.Lock()
 
     def _prepare(self, alias: str) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
-        connection = connections[alias]
         qs, values = self.build(*self.sentinels)
         query = qs.query.chain(UpdateQuery)
         query.add_update_values(values)
@@ -143,9 +130,9 @@ class CompiledUpdate:
             if index is None:
                 slots.append(None)
             else:
-                slots.append((index, _saved_by(field, connection)))
+                slots.append((index, _saved_by(field)))
         for param in params[len(slots) :]:
-            slots.append(_slot(self.sentinels, param, connection))
+            slots.append(_slot(self.sentinels, param, connections[alias]))
         used = {slot[0] for slot in slots if slot}
         missing = set(range(len(self.sentinels))) - used
         if missing or len(slots) != len(params):
@@ -159,11 +146,12 @@ class CompiledUpdate:
                 prepared = self._prepared.get(using) or self._prepare(using)
                 self._prepared[using] = prepared
         sql, constants, slots = prepared
+        connection = connections[using]
         params = [
-            p if slot is None else slot[1](values[slot[0]])
+            p if slot is None else slot[1](values[slot[0]], connection)
             for slot, p in zip(slots, constants, strict=True)
         ]
-        with connections[using].cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
 
@@ -217,30 +205,40 @@ def _insert_sql(model: type[Model], vendor: str, rows: int, using: str) -> str:
     )
 
 
-def _saved_by(field: Any, connection: Any) -> Callable[[Any], Any]:
-    return lambda value: field.get_db_prep_save(value, connection=connection)
+# A slot's function takes the value and the connection it runs on (looked up at each run: a
+# connection wrapper belongs to one thread).
+Slot = tuple[int, Callable[[Any, Any], Any]]
 
 
-def _slot(
-    sentinels: tuple[Any, ...], param: Any, connection: Any
-) -> tuple[int, Callable[[Any], Any]] | None:
-    """Which sentinel a filter's parameter is, and how a value goes to the database as it did;
-    None: a constant."""
+def _saved_by(field: Any) -> Callable[[Any, Any], Any]:
+    return lambda value, connection: field.get_db_prep_save(value, connection=connection)
+
+
+def _slot(sentinels: tuple[Any, ...], param: Any, connection: Any) -> Slot | None:
+    """Which sentinel a filter's parameter is (as `connection`, preparing, passed it), and how
+    a value goes to the database as it did; None: a constant."""
     for i, sentinel in enumerate(sentinels):
         if isinstance(sentinel, uuid.UUID):
+            # As UUIDField sends it: a UUID, or its hex where the database has no UUIDs.
             if isinstance(param, uuid.UUID) and param == sentinel:
-                return i, _as_uuid
+                return i, lambda value, connection: _as_uuid(value)
             if param == sentinel.hex:
-                return i, lambda value: _as_uuid(value).hex
+                return i, lambda value, connection: _as_uuid(value).hex
         elif isinstance(sentinel, datetime):
             if isinstance(param, datetime) and param == sentinel:
-                return i, lambda value: value
-            adapt = connection.ops.adapt_datetimefield_value
-            if isinstance(param, str) and param == adapt(sentinel):
-                return i, adapt
+                return i, lambda value, connection: value
+            # As SQLite's backend sends it: a string.
+            if isinstance(param, str) and param == connection.ops.adapt_datetimefield_value(
+                sentinel
+            ):
+                return i, lambda value, connection: connection.ops.adapt_datetimefield_value(value)
         elif type(param) is type(sentinel) and param == sentinel:
-            return i, type(sentinel)
+            return i, functools.partial(_as_type, type(sentinel))
     return None
+
+
+def _as_type(kind: type, value: Any, connection: Any) -> Any:
+    return kind(value)
 
 
 def _as_uuid(value: Any) -> uuid.UUID:
