@@ -123,7 +123,11 @@ def send(task: Any, *args: Any) -> None:
     committed change into an error answer: the row says the thread is runnable, and the
     sweeper enqueues it again (requeue_stalled) once the broker is back."""
     try:
-        task.delay(*args)
+        # No queue declared at each send (Celery's default): a task goes to its queue by name
+        # (the default exchange), which needs no binding, and kombu's check of its cache of
+        # declared queues copied the queue each time, a fifth of daphne's publish
+        # (bench/README.md). The workers declare their queues as they start.
+        task.apply_async(args, declare=[])
     except Exception:
         log.warning(
             "could not enqueue %s%s; the sweeper will enqueue it again",

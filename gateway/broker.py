@@ -1,4 +1,5 @@
-"""The embedded broker: kombu's filesystem transport, with files that appear whole.
+"""The brokers' transports: kombu's filesystem one with files that appear whole (the embedded
+setup), and kombu's Redis one with one client object per channel (`RedisTransport`).
 
 Kombu writes a message straight into the folder its consumers poll, so a worker can read a
 file before it has been written and die on the half-written JSON (celery/kombu#1551). The
@@ -21,6 +22,7 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
+from kombu.transport import redis as kombu_redis
 from kombu.transport.filesystem import exchange_queue_t
 from kombu.utils.json import dumps, loads
 
@@ -93,3 +95,29 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+
+class RedisChannel(kombu_redis.Channel):
+    """kombu's Redis channel, with one client object for its synchronous commands.
+
+    kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each message it
+    publishes and each one it acknowledges (`conn_or_acquire`), and a new client copies some
+    two hundred response callbacks: a fifth of a prefork worker's consumer CPU and of daphne's
+    task publish (bench/README.md). A client is only a handle on the channel's connection pool,
+    which redis-py makes safe to share; it is built again whenever kombu replaces the pool (it
+    drops it when the connection is lost, and after a fork). kombu has no setting for this.
+    """
+
+    _sync_client: Any = None
+
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        if asynchronous:
+            return super()._create_client(asynchronous=True)
+        client = self._sync_client
+        if client is None or client.connection_pool is not self.pool:
+            client = self._sync_client = super()._create_client()
+        return client
+
+
+class RedisTransport(kombu_redis.Transport):
+    Channel = RedisChannel

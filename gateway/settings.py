@@ -181,6 +181,18 @@ if DATABASE_URL:
         # A pooled connection is checked as it leaves the pool: after PostgreSQL restarts,
         # the dead ones are replaced at once instead of failing or delaying a request each.
         DATABASES["default"]["ENGINE"] = "gateway.postgresql"
+        # Values sent apart from the SQL, and a statement a connection runs again prepared on
+        # the server: PostgreSQL then parses and plans it once per connection, not at every
+        # run, which took a third of its CPU per approval cycle off (bench/README.md). Django
+        # turns both off by default for transaction-mode poolers such as PgBouncer before
+        # 1.21, which cannot keep a prepared statement: DATABASE_PREPARE_THRESHOLD= (empty)
+        # turns preparing off there.
+        DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
+        DATABASES["default"]["OPTIONS"]["prepare_threshold"] = (
+            envint("DATABASE_PREPARE_THRESHOLD", 1)
+            if os.environ.get("DATABASE_PREPARE_THRESHOLD", "1") != ""
+            else None
+        )
         dbpool.steady_reconnects()
 else:
     DATABASES = {
@@ -304,6 +316,7 @@ else:
 BROKER_DIR = DATA_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT = "gateway.broker:RedisTransport"  # one client per channel
     # An unacknowledged task (its worker died) is delivered again after this long; the
     # sweeper re-enqueues a stalled thread long before (STALLED_AFTER_SECONDS).
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -1,14 +1,19 @@
 """The brokers: the embedded one hands a consumer only whole messages, however fast it polls;
+the Redis one delivers through one client object per channel, made again with a new pool;
 Celery's client side is built once per process, not per thread."""
 
 import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import pytest
+from django.conf import settings
 from kombu import Connection
+from kombu.transport import redis as kombu_redis
 
-from gateway.broker import Transport
+from gateway.broker import RedisTransport, Transport
 
 
 def connection(folder: Path) -> Connection:
@@ -131,3 +136,48 @@ def test_a_task_sent_from_a_new_thread_reuses_the_apps_result_backend() -> None:
         t.start()
         t.join()
     assert all(b is first for b in seen)
+
+
+@pytest.mark.skipif(
+    not settings.REDIS_URL, reason="the Redis transport: run with REDIS_URL (CI's second half)"
+)
+def test_the_redis_channel_delivers_through_one_client_made_again_with_a_new_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[Any] = []
+    make = kombu_redis.Channel._create_client
+
+    def counted(channel: Any, asynchronous: bool = False) -> Any:
+        client = make(channel, asynchronous)
+        if not asynchronous:
+            made.append(client)
+        return client
+
+    monkeypatch.setattr(kombu_redis.Channel, "_create_client", counted)
+    name = f"test-broker-{uuid.uuid4().hex}"
+    with Connection(settings.REDIS_URL, transport=RedisTransport) as conn:
+        queue = conn.SimpleQueue(name)
+        try:
+            for n in range(5):
+                queue.put({"n": n})
+            received = []
+            for _ in range(5):
+                message = queue.get(timeout=5)
+                received.append(message.payload["n"])
+                message.ack()
+            assert received == [0, 1, 2, 3, 4]
+            # Five publishes, five gets and their acknowledgements: one client (kombu's own: 22).
+            assert len(made) == 1
+            # kombu drops the pool when the connection is lost: a client on the new one.
+            channel = queue.channel
+            old = made[0]
+            channel._disconnect_pools()
+            queue.put({"n": 5})
+            message = queue.get(timeout=5)
+            message.ack()
+            assert message.payload == {"n": 5}
+            assert len(made) == 2 and made[1] is not old
+            assert made[1].connection_pool is channel.pool
+        finally:
+            queue.clear()
+            queue.close()

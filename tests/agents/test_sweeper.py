@@ -100,10 +100,10 @@ class BrokerOutageTestCase:
     ) -> None:
         thread, [s] = state.suspended(users["operator"])
 
-        def down(*args: Any) -> None:
+        def down(*args: Any, **options: Any) -> None:
             raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-        monkeypatch.setattr(tasks.resume_thread, "delay", down)
+        monkeypatch.setattr(tasks.resume_thread, "apply_async", down)
         answer = api("reviewer").post(state.resume_url(s), {"approved": True})
 
         assert answer.status_code == 202, answer.content
@@ -112,7 +112,9 @@ class BrokerOutageTestCase:
         assert Thread.objects.get(pk=thread.pk).status == Thread.Status.RUNNING
         # The broker is back: the sweeper sends the thread that no worker took.
         sent: list[str] = []
-        monkeypatch.setattr(tasks.resume_thread, "delay", lambda pk: sent.append(pk))
+        monkeypatch.setattr(
+            tasks.resume_thread, "apply_async", lambda args, **options: sent.append(args[0])
+        )
         later = timezone.now() + timedelta(seconds=settings.STALLED_AFTER_SECONDS + 1)
         assert actions.requeue_stalled(now=later) == 1
         assert sent == [str(thread.pk)]
@@ -122,10 +124,10 @@ class BrokerOutageTestCase:
     ) -> None:
         state.agent("payer")
 
-        def down(*args: Any) -> None:
+        def down(*args: Any, **options: Any) -> None:
             raise BrokerError("Connection refused.")
 
-        monkeypatch.setattr(tasks.start_thread, "delay", down)
+        monkeypatch.setattr(tasks.start_thread, "apply_async", down)
         answer = api("operator").post("/api/threads", {"agent": "payer", "message": "go"})
         assert answer.status_code == 201, answer.content
         assert Thread.objects.get(pk=answer.json()["id"]).status == Thread.Status.RUNNING
