@@ -13,6 +13,7 @@ from django.dispatch import Signal
 
 from agents import chain
 from agents.models import Event
+from gateway import pubsub
 from gateway.compiled import insert
 
 EVENTS_GROUP = "events"
@@ -163,6 +164,11 @@ def broadcast(message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return  # no channel layer: the sockets tail the Event table themselves
+    sender = pubsub.sync_sender(layer)
+    if sender is not None:
+        # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (gateway.pubsub).
+        sender.group_send(EVENTS_GROUP, message)
+        return
     if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
         # A server thread (daphne): the server's own loop sends it.
         async_to_sync(layer.group_send)(EVENTS_GROUP, message)
