@@ -8,10 +8,10 @@ builds such a queryset once per database, with sentinel values standing for the 
 change, keeps the SQL the ORM made and where each sentinel went in its parameters, and runs it
 again with the real values, converting the columns as the ORM would.
 
-Only for `values_list` querysets whose changing values are strings, integers or UUIDs that the
-ORM passes to the database as they are (a UUID as the hex string on SQLite); a sentinel that
-does not come out that way is refused when the query is prepared, so what runs is always SQL
-the ORM wrote. `CompiledUpdate` does the same for `queryset.update(...)` (the workers' lease
+Only for `values_list` querysets whose changing values are strings, integers, UUIDs or
+datetimes that the ORM passes to the database as they are (a UUID as the hex string, a
+datetime as a string on SQLite); a sentinel that does not come out that way is refused when
+the query is prepared, so what runs is always SQL the ORM wrote. `CompiledUpdate` does the same for `queryset.update(...)` (the workers' lease
 and checkpoint writes), its new values prepared by their fields. No maintained package does
 this for Django: the ones that cache keep results, which would serve a revoked token or a
 decided suspension.
