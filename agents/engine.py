@@ -109,21 +109,14 @@ class Engine:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
         owner = uuid.uuid4().hex
         now = self.clock()
-        claim = (thread_id, owner, self._lease_end(), now)
-        if connection.vendor == "postgresql":
-            # The claim and the read of what it claimed in one statement.
-            thread = claimed_thread_with_agent(*claim)
-            if thread is None:
-                return False
-        elif _CLAIM.run(*claim):
-            thread = None  # read below, under the lease
-        else:
+        claimed = _CLAIM.run(thread_id, owner, self._lease_end(), now)
+        if not claimed:
             return False
         heartbeat = Heartbeat(self, thread_id, owner)
         heartbeat.start()
         run = None
         try:
-            run = Run(self, thread or thread_with_agent(thread_id), owner)
+            run = Run(self, thread_with_agent(thread_id), owner)
             self._drive(run, thread_id)
         finally:
             heartbeat.stop()
@@ -389,25 +382,11 @@ def thread_with_agent(thread_id: Any) -> Thread:
     rows = _THREAD_WITH_AGENT.rows(thread_id)
     if not rows:
         raise Thread.DoesNotExist(thread_id)
-    return _with_agent(rows[0])
-
-
-def claimed_thread_with_agent(thread: Any, owner: str, until: Any, now: Any) -> Thread | None:
-    """PostgreSQL: the thread claimed (`_CLAIM`) and read with its agent in one statement, or
-    None when it was not claimed. The claim's `UPDATE ... RETURNING` is a `WITH` named as the
-    table, so the read (`_THREAD_WITH_AGENT`, the same SQL and column conversions) sees the
-    claimed row as the update left it, and no row when nothing was claimed."""
-    update, params = _CLAIM.statement(thread, owner, until, now)
-    table = connection.ops.quote_name(Thread._meta.db_table)
-    before = (f"WITH {table} AS ({update} RETURNING {table}.*) ", params)
-    rows = _THREAD_WITH_AGENT.rows_after(before, thread)
-    return _with_agent(rows[0]) if rows else None
-
-
-def _with_agent(row: tuple[Any, ...]) -> Thread:
     names = fields(Thread)
-    thread = Thread.from_db("default", names, row[: len(names)])
-    thread.agent = AgentDefinition.from_db("default", fields(AgentDefinition), row[len(names) :])
+    thread = Thread.from_db("default", names, rows[0][: len(names)])
+    thread.agent = AgentDefinition.from_db(
+        "default", fields(AgentDefinition), rows[0][len(names) :]
+    )
     return thread
 
 

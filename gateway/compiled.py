@@ -62,13 +62,6 @@ class Compiled:
 
     def rows(self, *values: Any, using: str = "default") -> list[tuple[Any, ...]]:
         """The rows, as `values_list` would give them, for these values of the sentinels."""
-        return self.rows_after(("", []), *values, using=using)
-
-    def rows_after(
-        self, before: tuple[str, list[Any]], *values: Any, using: str = "default"
-    ) -> list[tuple[Any, ...]]:
-        """`rows`, with `before` (SQL and its parameters, such as a `WITH` clause) put in
-        front of the statement."""
         prepared = self._prepared.get(using)
         if prepared is None:
             with self._lock:
@@ -80,7 +73,7 @@ class Compiled:
             for slot, p in zip(prepared.slots, prepared.params, strict=True)
         ]
         with connection.cursor() as cursor:
-            cursor.execute(before[0] + prepared.sql, [*before[1], *params])
+            cursor.execute(prepared.sql, params)
             rows = cursor.fetchall()
         if not prepared.converters:
             return [tuple(r) for r in rows]
@@ -147,14 +140,6 @@ class CompiledUpdate:
         return sql, tuple(params), tuple(slots)
 
     def run(self, *values: Any, using: str = "default") -> int:
-        sql, params = self.statement(*values, using=using)
-        with connections[using].cursor() as cursor:
-            cursor.execute(sql, params)
-            return cursor.rowcount
-
-    def statement(self, *values: Any, using: str = "default") -> tuple[str, list[Any]]:
-        """The UPDATE and its parameters for these values, to run, or to put in a larger
-        statement (`Compiled.rows_after`)."""
         prepared = self._prepared.get(using)
         if prepared is None:
             with self._lock:
@@ -166,7 +151,9 @@ class CompiledUpdate:
             p if slot is None else slot[1](values[slot[0]], connection)
             for slot, p in zip(slots, constants, strict=True)
         ]
-        return sql, params
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
 
 
 def insert(rows: list[Model], using: str = "default") -> None:
