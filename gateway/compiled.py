@@ -11,8 +11,9 @@ again with the real values, converting the columns as the ORM would.
 Only for `values_list` querysets whose changing values are strings, integers, UUIDs or
 datetimes that the ORM passes to the database as they are (a UUID as the hex string, a
 datetime as a string on SQLite); a sentinel that does not come out that way is refused when
-the query is prepared, so what runs is always SQL the ORM wrote. `CompiledUpdate` does the same for `queryset.update(...)` (the workers' lease
-and checkpoint writes), its new values prepared by their fields. No maintained package does
+the query is prepared, so what runs is always SQL the ORM wrote. `CompiledUpdate` does the
+same for `queryset.update(...)` (the workers' lease and checkpoint writes), its new values
+prepared by their fields. No maintained package does
 this for Django: the ones that cache keep results, which would serve a revoked token or a
 decided suspension.
 """

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Protocol
 
 from channels.layers import get_channel_layer
+from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import Suspension
@@ -103,18 +104,28 @@ def read_state(suspensions: list[str]) -> dict[str, Card]:
     now = timezone.now()
     stale = now - actions.STALE
     viewers: dict[str, dict[int, str]] = {}
-    rows = Viewer.objects.filter(suspension_id__in=suspensions, seen_at__gte=stale)
-    for sid, user_id, name in rows.values_list("suspension_id", "user_id", "name"):
-        viewers.setdefault(str(sid), {})[user_id] = name
     claims: dict[str, Holder] = {}
-    held = Claim.objects.filter(
-        suspension_id__in=suspensions,
-        expires_at__gt=now,
-        seen_at__gte=stale,
-        suspension__status=Suspension.Status.PENDING,
-    ).values_list("suspension_id", "user_id", "name", "claimed_at", "expires_at")
-    for sid, user_id, name, claimed_at, expires_at in held:
-        claims[str(sid)] = Holder(user_id, name, claimed_at, expires_at)
+    # Both tables as of one moment: a socket's leave deletes its claim and its view in one
+    # transaction, and two reads on either side of that commit showed the claim gone and the
+    # view still there. PostgreSQL gives each statement of a READ COMMITTED transaction a
+    # snapshot of its own, so the transaction asks for one snapshot (unless the caller's own
+    # transaction has begun, as in a test case's); SQLite's read transaction is one already.
+    begins = not connection.in_atomic_block
+    with transaction.atomic():
+        if begins and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        rows = Viewer.objects.filter(suspension_id__in=suspensions, seen_at__gte=stale)
+        for sid, user_id, name in rows.values_list("suspension_id", "user_id", "name"):
+            viewers.setdefault(str(sid), {})[user_id] = name
+        held = Claim.objects.filter(
+            suspension_id__in=suspensions,
+            expires_at__gt=now,
+            seen_at__gte=stale,
+            suspension__status=Suspension.Status.PENDING,
+        ).values_list("suspension_id", "user_id", "name", "claimed_at", "expires_at")
+        for sid, user_id, name, claimed_at, expires_at in held:
+            claims[str(sid)] = Holder(user_id, name, claimed_at, expires_at)
     return {
         sid: Card(
             claims.get(sid),
