@@ -7,6 +7,7 @@ drops the database.
 """
 
 import contextlib
+import http.client
 import http.cookiejar
 import json
 import os
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -85,6 +87,7 @@ class Gateway:
         self.manage = [sys.executable, str(ROOT / "manage.py")]
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self._local = threading.local()  # each thread's kept-alive connection (call)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -230,12 +233,39 @@ class Gateway:
             self._admin_sql(f"DROP DATABASE IF EXISTS {self.database} WITH (FORCE)")
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """One API call, on this thread's kept-alive connection, as an integration's HTTP
+        client (requests' Session, httpx's Client) holds one. BENCH_NEW_CONNECTIONS=1 opens
+        a connection per call instead, as the benchmarks did before 2026-11-24's seventh
+        round (bench/README.md)."""
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
-        req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        if os.environ.get("BENCH_NEW_CONNECTIONS"):
+            req = urllib.request.Request(self.base + path, data=data, method=method)
+            for name, value in headers.items():
+                req.add_header(name, value)
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.loads(r.read())
+        for attempt in (1, 2):
+            conn = getattr(self._local, "conn", None)
+            fresh = conn is None
+            if fresh:
+                conn = self._local.conn = http.client.HTTPConnection(
+                    "127.0.0.1", self.port, timeout=30
+                )
+            try:
+                conn.request(method, path, body=data, headers=headers)
+                response = conn.getresponse()
+                payload = response.read()
+            except (ConnectionError, http.client.HTTPException):
+                conn.close()
+                self._local.conn = None
+                if fresh or attempt == 2:
+                    raise
+                continue  # the server closed the idle connection: once more on a new one
+            if response.status >= 400:
+                raise RuntimeError(f"{method} {path}: {response.status} {payload[:500]!r}")
+            return json.loads(payload)
+        raise AssertionError("unreachable")
 
     def session_cookie(self) -> str:
         """Log in through the login page, as a browser does; the cookie opens the socket."""

@@ -112,7 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--workers", type=int, default=2, help="worker processes (prefork)")
+    parser.add_argument("--workers", type=int, default=2, help="steps the run worker runs at once")
     parser.add_argument("--web", type=int, default=1, help="daphne processes")
     parser.add_argument(
         "--warmup", type=int, default=20, help="untimed cycles first (the peer's default, 20)"
@@ -125,7 +125,7 @@ def main() -> None:
     if args.web != 1:
         serve += ["--web-processes", str(args.web)]
     with Gateway(AGENT, serve) as gw:
-        print(f"setup: {gw.setup}; worker processes: {args.workers}; daphne: {args.web}")
+        print(f"setup: {gw.setup}; worker steps at once: {args.workers}; daphne: {args.web}")
         with gw.profiled(args.profile):
             asyncio.run(run(gw, args.clients, args.seconds, args.warmup))
 

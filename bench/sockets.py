@@ -157,7 +157,7 @@ def main() -> None:
     fan.add_argument("--sockets", type=int, default=1000)
     fan.add_argument("--rounds", type=int, default=5)
     for p in (lat, fan):
-        p.add_argument("--workers", type=int, default=2, help="worker processes (prefork)")
+        p.add_argument("--workers", type=int, default=2, help="steps the run worker runs at once")
     args = parser.parse_args()
     with Gateway(AGENT, ["--concurrency", str(args.workers)]) as gw:
         print(f"setup: {gw.setup}")

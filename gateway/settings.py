@@ -352,6 +352,12 @@ CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A worker runs its tasks in threads of one process, not in forked children: a step spends
+# most of its time waiting on the LLM, PostgreSQL and Redis, and the prefork pool's parent
+# passed each message to a child over a pipe and took its result back, 15 % of a worker's CPU
+# per approval cycle (bench/README.md, seventh round). WORKER_POOL=prefork brings the
+# children back, for tools that hold the CPU.
+CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "threads")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
