@@ -84,8 +84,8 @@ def _task_ids(task: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     return {k: ids.get(k) for k in ("thread_id", "suspension_id", "frame_id")}
 
 
-# Celery sends both signals in the process and thread that run the task (a prefork child),
-# around the task's own code and Celery's "succeeded"/"raised" line.
+# Celery sends both signals in the process and thread that run the task (a pool thread, or a
+# prefork child), around the task's own code and Celery's "succeeded"/"raised" line.
 _tokens: dict[str, contextvars.Token] = {}
 
 
