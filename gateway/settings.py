@@ -352,12 +352,12 @@ CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# A worker runs its tasks in threads of one process, not in forked children: a step spends
-# most of its time waiting on the LLM, PostgreSQL and Redis, and the prefork pool's parent
-# passed each message to a child over a pipe and took its result back, 15 % of a worker's CPU
-# per approval cycle (bench/README.md, seventh round). WORKER_POOL=prefork brings the
-# children back, for tools that hold the CPU.
-CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "threads")
+# How a worker runs its tasks: in forked children (prefork), or in threads of one process
+# (WORKER_POOL=threads). Threads spare the pipe between the parent and its children, 15 % of
+# the workers' CPU per approval cycle, but the one process's GIL then leaves the machine
+# idle part of the time under load, and made no more cycles per second (bench/README.md,
+# seventh round): prefork stays the default, and keeps a tool that holds the CPU apart.
+CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "prefork")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
