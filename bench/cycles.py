@@ -112,7 +112,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20)
-    parser.add_argument("--workers", type=int, default=2, help="steps the run worker runs at once")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="steps of runs at once (serve --concurrency)"
+    )
     parser.add_argument("--web", type=int, default=1, help="daphne processes")
     parser.add_argument(
         "--warmup", type=int, default=20, help="untimed cycles first (the peer's default, 20)"

@@ -352,12 +352,14 @@ CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# How a worker runs its tasks: in forked children (prefork), or in threads of one process
-# (WORKER_POOL=threads). Threads spare the pipe between the parent and its children, 15 % of
-# the workers' CPU per approval cycle, but the one process's GIL then leaves the machine
-# idle part of the time under load, and made no more cycles per second (bench/README.md,
-# seventh round): prefork stays the default, and keeps a tool that holds the CPU apart.
-CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "prefork")
+# How a worker runs its tasks. `solo` (the default): one at a time, in the process that takes
+# them from the broker; `manage.py serve` then starts one run worker per step at once
+# (WORKER_CONCURRENCY). Against one prefork worker with as many children, that spares the
+# parent passing each message to a child over a pipe and back: 4 % more approval cycles per
+# second, in seven interleaved pairs (bench/README.md, eighth round). `threads` runs them in
+# threads of one process (less CPU per task, but its one GIL leaves the machine idle under
+# load: seventh round); `prefork` in forked children of one worker.
+CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -221,6 +221,11 @@ class WorkerProcess(ChildProcess):
                 "-B",
                 "-l",
                 "info",
+                # Runs, deadlines and beat in one worker, so two steps at once in it: prefork,
+                # whatever WORKER_POOL says (its default, solo, runs one at a time; the fault
+                # suite and `make run` run that).
+                "-P",
+                "prefork",
                 "-c",
                 "2",
                 "-Q",

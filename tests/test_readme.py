@@ -111,7 +111,8 @@ class ReadmeTestCase:
         assert f"Serving on http://127.0.0.1:{port}/" in printed
         # Each part says it is ready before "Serving on", which comes last.
         said = printed[printed.index("Starting ") :].splitlines()
-        parts = {"worker", "deadlines", "beat"} | {
+        # Two run workers: WORKER_CONCURRENCY's default, one step each (the solo pool).
+        parts = {"worker1", "worker2", "deadlines", "beat"} | {
             f"web{i + 1}" if wanted > 1 else "web" for i in range(wanted)
         }
         ready = [line.removesuffix(" ready") for line in said if line.endswith(" ready")]
@@ -186,7 +187,7 @@ class ReadmeTestCase:
         children = subprocess.run(
             ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        assert len(children) >= 4  # make, serve, daphne, worker (+ its pool), beat
+        assert len(children) >= 6  # make, serve, daphne, two run workers, deadlines, beat
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
         wait_for(

@@ -362,6 +362,8 @@ class Gateway:
         )
         self.worker = Process(
             "worker",
+            # Under the default pool (solo: what `make run` runs, one run worker per step) it
+            # runs one step at a time; -c says two for the others.
             [*worker, "-c", "2", "-Q", self.queue, "-n", f"run-{run}@%h"],
             self.env,
             self.logs,

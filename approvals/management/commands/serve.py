@@ -30,7 +30,11 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument(
-            "--concurrency", type=int, default=int(os.environ.get("WORKER_CONCURRENCY", "2"))
+            "--concurrency",
+            type=int,
+            default=int(os.environ.get("WORKER_CONCURRENCY", "2")),
+            help="steps of runs at once: worker processes under the solo pool (the default), "
+            "else the one worker's children or threads",
         )
         parser.add_argument(
             "--web-processes",
@@ -82,13 +86,27 @@ class Command(BaseCommand):
         # (the deadlines worker is found by its queue), and each costs broker messages that
         # every worker reads, busy or idle (bench/README.md).
         quiet = ("--without-gossip", "--without-mingle", "--without-heartbeat")
+        steps = options["concurrency"]
+        if steps < 1:
+            raise CommandError("--concurrency must be at least 1.")
+        run_worker = [*celery, "worker", "-l", "warning", *quiet]
+        run_worker += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE]
+        if settings.CELERY_WORKER_POOL == "solo":
+            # One step at a time per worker process, as many processes as steps: no parent
+            # passing each message to a child over a pipe, and no GIL shared between steps
+            # (bench/README.md, eighth round). Each needs a node name of its own.
+            workers = {
+                f"worker{i + 1}" if steps > 1 else "worker": [
+                    *run_worker,
+                    *("-n", f"worker{i + 1}@%h"),
+                ]
+                for i in range(steps)
+            }
+        else:
+            workers = {"worker": [*run_worker, "-c", str(steps)]}
         commands.update(
             {
-                "worker": [
-                    *celery,
-                    *("worker", "-l", "warning", "-c", str(options["concurrency"]), *quiet),
-                    *("-Q", settings.CELERY_TASK_DEFAULT_QUEUE),
-                ],
+                **workers,
                 # Deadlines and the sweeper on a worker of their own: never behind the runs.
                 "deadlines": [
                     *celery,
