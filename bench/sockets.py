@@ -157,7 +157,9 @@ def main() -> None:
     fan.add_argument("--sockets", type=int, default=1000)
     fan.add_argument("--rounds", type=int, default=5)
     for p in (lat, fan):
-        p.add_argument("--workers", type=int, default=2, help="steps the run worker runs at once")
+        p.add_argument(
+            "--workers", type=int, default=2, help="steps of runs at once (serve --concurrency)"
+        )
     args = parser.parse_args()
     with Gateway(AGENT, ["--concurrency", str(args.workers)]) as gw:
         print(f"setup: {gw.setup}")

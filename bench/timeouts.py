@@ -45,7 +45,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=20, help="runs started per second")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--timeout", type=int, default=2, help="the confirmation's deadline (s)")
-    parser.add_argument("--workers", type=int, default=2, help="steps the run worker runs at once")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="steps of runs at once (serve --concurrency)"
+    )
     args = parser.parse_args()
     with Gateway(AGENT.format(timeout=args.timeout), ["--concurrency", str(args.workers)]) as gw:
         print(f"setup: {gw.setup}")
