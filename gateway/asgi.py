@@ -7,7 +7,9 @@ of this project is synchronous, so one hop per request does the same work. The t
 from a pool, so a request waiting on the database does not hold up the others.
 """
 
+import inspect
 import os
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
@@ -19,11 +21,29 @@ django_wsgi_app = get_wsgi_application()
 from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from daphne import http_protocol  # noqa: E402
+from twisted.web import http  # noqa: E402
 
 from approvals import external_wait  # noqa: E402
 from approvals.a2a.rpc import application as a2a_application  # noqa: E402
 from approvals.auth import WebSocketAuth  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
+
+
+class _WebRequest(http_protocol.WebRequest):
+    """daphne's request, without Twisted parsing a POSTed form or multipart body into `args`,
+    which daphne never reads (it hands the body to the application as it came, and Django
+    parses it again). Twisted parsed each POST's Content-Type with the `email` package: 2.5 %
+    of daphne's CPU under bench/cycles.py (bench/README.md, eighth round), and a multipart
+    upload whole, in memory, twice."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+
+# daphne's HTTPFactory gives each connection the request class this name holds when it opens.
+if "parsePOSTFormSubmission" in inspect.signature(http.Request.__init__).parameters:
+    http_protocol.WebRequest = _WebRequest
 
 
 class _Request(WsgiToAsgiInstance):
