@@ -8,6 +8,7 @@ postgres restart). The library has no settings for either: the backend in gatewa
 installs `checker`, and settings.py calls `steady_reconnects`.
 """
 
+import select
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,34 @@ from psycopg_pool import ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 
+def _quiet(conn: Any) -> bool:
+    """Whether nothing came on an idle connection since it was last used. A server that goes
+    away (stopped, restarted, or a backend terminated) says so on every connection, with an
+    error message or by closing it, and either makes the socket readable; a live server sends
+    nothing to a connection that waits for no result and listens for nothing."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        # poll, not select: a daphne holding a thousand sockets has descriptors past select's
+        # limit.
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, ValueError):
+        return False
+
+
 def checker(pool: ConnectionPool) -> Callable[[Any], None]:
-    """The check of a connection the pool hands out. When one is dead, the server went away:
-    every idle connection is checked at once and the dead ones replaced, instead of one
-    sleep of the pool's check loop for each of them."""
+    """The check of a connection the pool hands out. psycopg_pool's own sends an empty query
+    and waits for the answer, a round trip to PostgreSQL at every request and every step
+    (bench/README.md, eighth round); a quiet socket (`_quiet`) is checked without one, and
+    anything else as psycopg_pool does. When one is dead, the server went away: every idle
+    connection is checked at once and the dead ones replaced, instead of one sleep of the
+    pool's check loop for each of them."""
 
     def check(conn: Any) -> None:
+        if _quiet(conn):
+            return
         try:
             ConnectionPool.check_connection(conn)
         except Exception:
