@@ -355,8 +355,8 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # How a worker runs its tasks. `solo` (the default): one at a time, in the process that takes
 # them from the broker; `manage.py serve` then starts one run worker per step at once
 # (WORKER_CONCURRENCY). Against one prefork worker with as many children, that spares the
-# parent passing each message to a child over a pipe and back: 4 % more approval cycles per
-# second, in seven interleaved pairs (bench/README.md, eighth round). `threads` runs them in
+# parent passing each message to a child over a pipe and back: about 4 % more approval
+# cycles per second, in interleaved runs (bench/README.md, eighth round). `threads` runs them in
 # threads of one process (less CPU per task, but its one GIL leaves the machine idle under
 # load: seventh round); `prefork` in forked children of one worker.
 CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
