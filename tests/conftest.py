@@ -221,11 +221,6 @@ class WorkerProcess(ChildProcess):
                 "-B",
                 "-l",
                 "info",
-                # Runs, deadlines and beat in one worker, so two steps at once in it: prefork,
-                # whatever WORKER_POOL says (its default, solo, runs one at a time; the fault
-                # suite and `make run` run that).
-                "-P",
-                "prefork",
                 "-c",
                 "2",
                 "-Q",
@@ -238,7 +233,10 @@ class WorkerProcess(ChildProcess):
                 f"test{self.count}@%h",
             ],
             cwd=ROOT,
-            env=worker_env(self.smtp),
+            # Runs, deadlines and beat in one worker, so two steps at once in it: prefork.
+            # WORKER_POOL's default, solo, runs one at a time (the fault suite and `make run`
+            # run that), and Celery takes the setting over -P.
+            env={**worker_env(self.smtp), "WORKER_POOL": "prefork"},
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
