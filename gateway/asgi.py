@@ -11,6 +11,10 @@ import inspect
 import os
 from typing import Any
 
+# daphne's and Twisted's modules need no settings: imported before Django is set up.
+from daphne import http_protocol
+from twisted.web import http
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
@@ -21,8 +25,6 @@ django_wsgi_app = get_wsgi_application()
 from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from daphne import http_protocol  # noqa: E402
-from twisted.web import http  # noqa: E402
 
 from approvals import external_wait  # noqa: E402
 from approvals.a2a.rpc import application as a2a_application  # noqa: E402
