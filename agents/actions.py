@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from agents import chain, events, policy, presentation
+from agents import chain, events, policy, presentation, run_status
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
@@ -643,8 +643,27 @@ def _resume_if_group_done(s: Suspension, now: datetime) -> None:
     # Not the main stack's (an agent instance's frame has a lane), or still waiting: the
     # lane, when there is one and none of the group waits.
     pending = Suspension.objects.filter(group=s.group, status=S.PENDING)
-    lanes = StackFrame.objects.filter(pk=s.frame_id, lane__isnull=False).values("lane_id")
-    _resume_lanes(lanes, now, unless=Exists(pending))
+    lane = StackFrame.objects.filter(pk=s.frame_id).values_list("lane_id", flat=True).first()
+    if lane is not None:
+        _resume_lanes([lane], now, unless=Exists(pending))
+        return
+    # The main stack's, with the thread running: its instances work (or one was let go on)
+    # while the main frame waits for this decision too. It runs at once, as from suspended;
+    # it then waits for its instances again (agents.run_status). An outside agent's run has
+    # nothing to resume.
+    n = (
+        Thread.objects.filter(
+            pk=s.thread_id,
+            status=Thread.Status.RUNNING,
+            runnable_since__isnull=True,
+            external_run_id="",
+        )
+        .exclude(lease_expires_at__gt=now)
+        .filter(~Exists(pending))
+        .update(runnable_since=now, updated_at=now)
+    )
+    if n:
+        _enqueue(s.thread_id)
 
 
 # Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
@@ -673,10 +692,12 @@ def _resume_lanes(lanes: Any, now: datetime, unless: Any = None) -> None:
     )
     if unless is not None:
         found = found.filter(~unless)
-    runnable = list(found.values_list("pk", flat=True))
+    runnable = dict(found.values_list("pk", "thread_id"))
     if not runnable:
         return
     StackFrame.objects.filter(pk__in=runnable).update(runnable_since=now)
+    # A run that was suspended because every instance waited is running again.
+    run_status.lanes_resumed(list(runnable.values()), now)
     for pk in runnable:
         enqueue_instance(pk)
 

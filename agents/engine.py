@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from agents import actions, events, policy, presentation, reminders, versions
+from agents import actions, events, policy, presentation, reminders, run_status, versions
 from agents.actions import find_agent, suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import agent_tools
@@ -818,8 +818,10 @@ class Run(Hooks):
                     self._hold()
                 return True
             if self.lane is not None:
-                # Only this instance waits; the thread and its other instances run on.
+                # Only this instance waits; the thread and its other instances run on, unless
+                # none is left working: the run is then suspended.
                 self._idle_lane()
+                run_status.settle(self.thread.pk, now)
             if self.live is not None:
                 # In this transaction: the line says so when the suspension shows.
                 self.live.activity("waiting for approval", alone=False)
@@ -999,6 +1001,8 @@ class Run(Hooks):
                 )
             else:
                 self._idle_lane()
+            # Every instance may be waiting for a person already.
+            run_status.settle(self.thread.pk, self.engine.clock())
         self.released = True
         return False
 
@@ -1051,6 +1055,8 @@ class Run(Hooks):
             },
         )
         wake_parent(lane, now)
+        # The instance that ended may have been the last one working while the others wait.
+        run_status.settle(self.thread.pk, now)
 
     def _finish_instance(self, frame: Frame, text: str, is_error: bool) -> None:
         """The instance answered (or failed): its result waits on its frame for the caller,

@@ -436,6 +436,10 @@ class Event(models.Model):
         FRAME_PUSHED = "FRAME_PUSHED"
         FRAME_POPPED = "FRAME_POPPED"
         THREAD_WAITING = "THREAD_WAITING"
+        # The run stops because every agent instance of it waits for a person, and goes on
+        # when one may work again (agents.run_status).
+        THREAD_SUSPENDED = "THREAD_SUSPENDED"
+        THREAD_RESUMED = "THREAD_RESUMED"
         THREAD_COMPLETED = "THREAD_COMPLETED"
         THREAD_FAILED = "THREAD_FAILED"
         THREAD_CANCELLED = "THREAD_CANCELLED"

@@ -228,6 +228,14 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
     if type == Event.Type.THREAD_WAITING:
         # Its text was shown already by the AGENT_MESSAGE of the same answer.
         return {"tone": "system", "who": p.get("frame", ""), "text": "waits for your reply"}
+    if type == Event.Type.THREAD_SUSPENDED:
+        return {
+            "tone": "system",
+            "who": "thread",
+            "text": "every agent instance waits for a person",
+        }
+    if type == Event.Type.THREAD_RESUMED:
+        return {"tone": "system", "who": "thread", "text": "an agent instance works again"}
     if type == Event.Type.TOOL_CALLED:
         return {
             "tone": "tool",
@@ -419,6 +427,8 @@ STATUS_AFTER = {
     Event.Type.AGENT_RESUMED: Thread.Status.RUNNING,
     Event.Type.AGENT_SUSPENDED: Thread.Status.SUSPENDED,
     Event.Type.THREAD_WAITING: Thread.Status.WAITING_INPUT,
+    Event.Type.THREAD_SUSPENDED: Thread.Status.SUSPENDED,
+    Event.Type.THREAD_RESUMED: Thread.Status.RUNNING,
     Event.Type.THREAD_COMPLETED: Thread.Status.COMPLETED,
     Event.Type.THREAD_FAILED: Thread.Status.FAILED,
     Event.Type.THREAD_CANCELLED: Thread.Status.CANCELLED,

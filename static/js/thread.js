@@ -37,6 +37,8 @@
     AGENT_RESUMED: "running",
     AGENT_SUSPENDED: "suspended",
     THREAD_WAITING: "waiting_input",
+    THREAD_SUSPENDED: "suspended",
+    THREAD_RESUMED: "running",
     THREAD_COMPLETED: "completed",
     THREAD_FAILED: "failed",
     THREAD_CANCELLED: "cancelled",
@@ -65,6 +67,10 @@
         return { tone: "agent", who: p.frame || "", text: p.text || "" };
       case "THREAD_WAITING":
         return { tone: "system", who: p.frame || "", text: "waits for your reply" };
+      case "THREAD_SUSPENDED":
+        return { tone: "system", who: "thread", text: "every agent instance waits for a person" };
+      case "THREAD_RESUMED":
+        return { tone: "system", who: "thread", text: "an agent instance works again" };
       case "TOOL_CALLED":
         return { tone: "tool", who: p.frame || "", text: "calls " + (p.tool || ""), pre: pretty(p.input) };
       case "TOOL_RESULT":

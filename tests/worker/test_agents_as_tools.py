@@ -164,7 +164,8 @@ class AgentsAsToolsTestCase:
             ),
             what="slow[1] to finish",
         )
-        assert Thread.objects.get(pk=tid).status == "running"
+        # Nothing works any more: the parent waits for asker[2], which waits for a person.
+        wait_status(tid, "suspended")
         assert assistant_turns(main_frame(tid)) == 1  # the parent has not moved
         api_view = reviewer.get(f"/api/suspensions/{s.id}").json()
         assert api_view["lineage"] == "main → agent:asker[2]"
