@@ -226,10 +226,13 @@ class InstanceSuspensionsTestCase:
         payer.refresh_from_db()
         assert payer.runnable_since is None and payer.status == "active"
         thread.refresh_from_db()
-        assert thread.status == "running" and thread.runnable_since is None  # still waiting
+        # Nothing works: fine[1] ended, payer[2] waits, and so the run is suspended.
+        assert thread.status == "suspended" and thread.runnable_since is None
         assert actions.expire_overdue(now=timezone.now() + timedelta(seconds=5)) == 1
         payer.refresh_from_db()
         assert payer.runnable_since is not None  # the deadline made the instance runnable
+        thread.refresh_from_db()
+        assert thread.status == "running" and thread.runnable_since is None  # still waiting
         assert engine.advance_instance(payer.pk) is True
         engine.advance(thread.pk)
         thread.refresh_from_db()
