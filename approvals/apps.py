@@ -26,6 +26,8 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self) -> None:
         from approvals.revocation import connect_signals
+        from approvals.revocation_triggers import install
 
         post_migrate.connect(ensure_reviewers_group, sender=self)
+        post_migrate.connect(install, sender=self, dispatch_uid="revocation-triggers")
         connect_signals()

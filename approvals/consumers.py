@@ -5,7 +5,9 @@ after its cursor, then applies the hub's batches. A batch that starts beyond the
 cursor sends it back to the table, so nothing between is missed; ids it has already sent are
 skipped. A consumer never writes an event, and it steps over a missing event id only once the
 gap has settled (approvals.cursor), so an event committed out of id order is still delivered,
-in order.
+in order. What it reads itself it sends only once the hub has cleared its credentials against
+the revocation counter read after those events (approvals.clearance); once revoked, it sends
+nothing more and closes with 4401.
 
 A socket opened with `?thread=<uuid>` (the thread page's) also watches that thread's live text
 once its replay is done: the hub sends it the frames' LiveText rows as they are, then their
@@ -32,7 +34,7 @@ from approvals.cursor import GAP_WAIT
 from approvals.http import parse_uuid
 from approvals.hub import BATCH, Batch, hub, read_settled
 from approvals.models import Scope
-from approvals.revocation import Credential
+from approvals.revocation import Credential, revocations
 from presence.session import MESSAGES as PRESENCE_MESSAGES
 from presence.session import PresenceSession
 
@@ -119,6 +121,8 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
 
     def deliver(self, batch: Batch) -> None:
         """Called by the hub for every batch it reads."""
+        if self.revoked:
+            return
         if self.inbox.qsize() >= INBOX_LIMIT:
             # A slow client: drop what waits; the next batch is beyond its cursor, so the
             # socket goes back to the table for everything it had not sent.
@@ -130,6 +134,8 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         """Called by the hub for each LIVE_TEXT message of the watched thread. A newer message
         of the same frame and kind replaces one still waiting, and goes after the rest, so an
         end (`done`) and a new start of a frame keep their order."""
+        if self.revoked:
+            return
         self.live_out.pop((frame_id, done), None)
         self.live_out[(frame_id, done)] = text
         self.live_ready.set()
@@ -138,7 +144,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         while True:
             await self.live_ready.wait()
             self.live_ready.clear()
-            while self.live_out:
+            while self.live_out and not self.revoked:
                 key = next(iter(self.live_out))
                 await self.send(text_data=self.live_out.pop(key))
 
@@ -160,6 +166,8 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         while True:
             batch = await self.inbox.get()
             async with self.lock:
+                if self.revoked:
+                    return
                 if batch is not None and self.cursor >= batch.prev:
                     for row in batch.rows:
                         if row.id > self.cursor:
@@ -171,8 +179,10 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
     async def replay(self) -> None:
         """Send what the table holds after the cursor, up to a gap that has not settled."""
         async with self.lock:
-            while True:
-                rows, stopped_at_gap = await self.read(self.cursor)
+            while not self.revoked:
+                rows, stopped_at_gap, revoked = await self.read(self.cursor)
+                if rows and not await self.hub.admits(self, revoked):
+                    return
                 for row in rows:
                     await self.send(text_data=row.text)
                     self.cursor = row.id
@@ -185,7 +195,10 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
 
     @database_sync_to_async
     def read(self, after: int) -> Any:
-        return read_settled(after)
+        """The settled events after `after`, whether a gap stopped them, and the revocation
+        counter read after them (when there are any)."""
+        rows, stopped_at_gap = read_settled(after)
+        return rows, stopped_at_gap, revocations() if rows else 0
 
     def recheck_gap(self) -> None:
         if self.gap_check is not None:

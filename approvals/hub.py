@@ -8,6 +8,10 @@ itself (approvals.consumers). The Event table stays the truth (invariant 5): the
 layer, when there is one, only wakes the hub, and a slow poll covers a lost wake-up; with no
 channel layer the hub tails the table.
 
+Before it hands a batch to its sockets, the hub reads the revocation counter, after the events,
+and lets only the sockets whose credentials still hold have it (approvals.clearance): no event
+recorded after a revocation committed reaches a socket opened with that credential.
+
 The hub applies the same rule as a socket to a missing id: it does not step over one until
 the gap has settled (approvals.cursor), so a batch never skips an event that is still being
 committed.
@@ -44,8 +48,9 @@ from channels.layers import get_channel_layer
 from agents.events import EVENTS_GROUP
 from agents.models import Event, LiveText
 from agents.streaming import LIVE_WAKE
+from approvals.clearance import Clearances
 from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
-from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, still_valid
+from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
 from gateway.aio import blocking, detached_task, follow_group, wait_event
 
 log = logging.getLogger(__name__)
@@ -300,6 +305,7 @@ class EventHub:
         self.live: dict[str, dict[int, LiveFrame]] = {}
         self.live_wake = asyncio.Event()
         self.live_reads = 0
+        self.clearances = Clearances()
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.add(subscriber)
@@ -323,8 +329,14 @@ class EventHub:
         for frame in list(self.live.get(thread, {}).values()):
             watcher.deliver_live(frame.frame_id, False, frame.text)
 
+    async def admits(self, subscriber: Subscriber, revocations: int) -> bool:
+        """May `subscriber` be sent events it read itself (a replay, an A2A stream's read)?
+        `revocations`: the counter, read after those events (approvals.clearance)."""
+        return bool(await self.clearances.admit(revocations, [subscriber]))
+
     async def unsubscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.discard(subscriber)
+        self.clearances.forget(subscriber)
         for thread, watching in list(self.watchers.items()):
             watching.discard(subscriber)
             if not watching:
@@ -357,28 +369,39 @@ class EventHub:
             if not self.wake.is_set():
                 self.must_read = True
 
-    def _take_carried(self) -> bool:
-        """Deliver the carried events that follow the cursor without a gap. Returns whether
-        carried events wait past a missing id (kept; the table read's gap rules decide when
-        one may be passed, see _publish_new)."""
+    def _take_carried(self) -> tuple[Batch | None, bool]:
+        """The carried events that follow the cursor without a gap, as a batch (the cursor
+        moves past them), and whether carried events wait past a missing id (kept; the table
+        read's gap rules decide when one may be passed, see _publish_new)."""
         if not self.carried or self.cursor is None:
-            return False
+            return None, False
         rows = []
         while (row := self.carried.pop(self.cursor + 1 + len(rows), None)) is not None:
             rows.append(row)
+        batch = None
         if rows:
             batch = Batch(self.cursor, rows)
             self.cursor = rows[-1].id
-            for subscriber in list(self.subscribers):
-                subscriber.deliver(batch)
         cursor = self.cursor
         self.carried = {pk: row for pk, row in self.carried.items() if pk > cursor}
-        return bool(self.carried)
+        return batch, bool(self.carried)
+
+    async def _deliver_batch(self, batch: Batch | None, revoked: int | None = None) -> None:
+        """Hand `batch` to the subscribers whose credentials still hold. `revoked`: the
+        revocation counter as read after the batch's events; read now when not given (the
+        events came with a wake-up, so they have committed already)."""
+        if batch is None:
+            return
+        if revoked is None:
+            revoked = await blocking(revocations)()
+        for subscriber in await self.clearances.admit(revoked, list(self.subscribers)):
+            subscriber.deliver(batch)
 
     async def _publish_new(self) -> bool:
         """Deliver what is new: from the carried events when they continue the cursor, else
         from the table. Returns whether the table read stopped at a gap."""
-        waiting = self._take_carried()
+        batch, waiting = self._take_carried()
+        await self._deliver_batch(batch)
         if waiting and self.layer is not None:
             # Past a missing id: give its wake-up CARRY_GRACE to come (see there).
             loop = asyncio.get_running_loop()
@@ -386,28 +409,31 @@ class EventHub:
             while waiting and (left := until - loop.time()) > 0:
                 self.wake.clear()
                 await wait_event(self.wake, left)
-                waiting = self._take_carried()
+                batch, waiting = self._take_carried()
+                await self._deliver_batch(batch)
         if not waiting and not self.must_read:
             # Every carried event is delivered (now or by an earlier read): nothing to read.
             return False
         self.carried.clear()
         self.must_read = False
         while True:
-            rows, stopped_at_gap = await self._read(self.cursor)
+            rows, stopped_at_gap, revoked = await self._read(self.cursor)
             if rows:
                 batch = Batch(self.cursor, rows)
                 self.cursor = rows[-1].id
-                for subscriber in list(self.subscribers):
-                    subscriber.deliver(batch)
+                await self._deliver_batch(batch, revoked)
             if stopped_at_gap or len(rows) < BATCH:
                 # Rows past the gap are committed, and their wake-ups spent: read again.
                 self.must_read = stopped_at_gap
                 return stopped_at_gap
 
     @blocking
-    def _read(self, after: int) -> tuple[list[Row], bool]:
+    def _read(self, after: int) -> tuple[list[Row], bool, int]:
+        """The settled events after `after`, whether a gap stopped them, and the revocation
+        counter read after them (when there are any)."""
         self.reads += 1
-        return read_settled(after)
+        rows, stopped_at_gap = read_settled(after)
+        return rows, stopped_at_gap, revocations() if rows else 0
 
     async def _run_live(self) -> None:
         while True:
@@ -429,7 +455,11 @@ class EventHub:
             for thread in threads
             for frame in self.live.get(thread, {}).values()
         }
-        present, changed = await self._read_live(threads, known)
+        present, changed, revoked = await self._read_live(threads, known)
+        if changed:
+            # Live text is the agents' words as much as events are: the same guarantee.
+            watching = {w for thread in threads for w in self.watchers.get(thread, ())}
+            await self.clearances.admit(revoked, watching)
         for frame in changed:
             if frame.thread not in self.watchers:
                 continue  # nobody watches it any more
@@ -447,15 +477,19 @@ class EventHub:
 
     def _deliver(self, thread: str, frame_id: int, done: bool, text: str) -> None:
         for watcher in list(self.watchers.get(thread, ())):
-            watcher.deliver_live(frame_id, done, text)
+            if watcher not in self.clearances.revoked:
+                watcher.deliver_live(frame_id, done, text)
 
     @blocking
     def _read_live(self, threads: list[str], known: dict[int, tuple[int, Any]]) -> Any:
+        """read_live, and the revocation counter read after it (when a row changed)."""
         self.live_reads += 1
-        return read_live(threads, known)
+        present, changed = read_live(threads, known)
+        return present, changed, revocations() if changed else 0
 
     async def _watch_credentials(self) -> None:
-        """Every CHECK_INTERVAL, close the sockets whose credentials no longer hold."""
+        """Every CHECK_INTERVAL, close the sockets whose credentials no longer hold, though
+        no event comes to be sent."""
         while True:
             await asyncio.sleep(CHECK_INTERVAL)
             try:
@@ -467,10 +501,9 @@ class EventHub:
     async def _check(self, subscribers: list[Subscriber]) -> None:
         if not subscribers:
             return
-        valid = await blocking(still_valid)([s.credential for s in subscribers])
-        for subscriber in subscribers:
-            if subscriber.credential not in valid:
-                await subscriber.revoke()
+        # The counter first: the check that follows reads state at least as new as it.
+        revoked = await blocking(revocations)()
+        await self.clearances.admit(revoked, subscribers, recheck=True)
 
     async def _revoked(self, message: dict[str, Any]) -> None:
         """A revocation announced by approvals.revocation: this user's sockets, checked now."""
@@ -478,7 +511,8 @@ class EventHub:
         session = message.get("session")
         for subscriber in mine:
             if session and subscriber.credential.session_key == session:
-                await subscriber.revoke()  # logged out: the session is about to be deleted
+                # Logged out: the session is about to be deleted.
+                await self.clearances.revoke(subscriber)
         try:
             await self._check([s for s in mine if s in self.subscribers])
         except Exception:

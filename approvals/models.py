@@ -1,4 +1,5 @@
-"""API tokens (shown once, stored hashed, scoped, revocable) and the rate limits' counters."""
+"""API tokens (shown once, stored hashed, scoped, revocable), the revocation counter, and the rate
+limits' counters."""
 
 import hashlib
 import secrets
@@ -87,6 +88,22 @@ class ApiToken(models.Model):
         if refused is None:
             return "active"
         return "revoked" if self.revoked_at is not None else "expired"
+
+
+class RevocationCounter(models.Model):
+    """One row (REVOCATION_COUNTER): how many credentials have been taken away so far. Triggers
+    (approvals.revocation_triggers) add one in the very transaction that revokes, expires
+    sooner or deletes a token, deactivates or deletes a user, or deletes a session (a logout);
+    approvals.clearance reads it after the events it is about to send, and checks the
+    credentials again when it has moved."""
+
+    count = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.count} revocations"
+
+
+REVOCATION_COUNTER = 1  # the primary key of RevocationCounter's one row
 
 
 class RateCounter(models.Model):

@@ -1,14 +1,16 @@
 """Open sockets follow their credentials: a token revoked, expired or deleted, a deactivated or
-deleted user, or a logout closes the sockets (and A2A streams) they opened.
+deleted user, or a logout closes the sockets (and A2A streams) they opened, and no event
+recorded after the revocation committed reaches them (approvals.clearance says how).
 
-Each server process's hub (approvals.hub) checks the credentials of all its sockets together
-every CHECK_INTERVAL seconds, in a few queries whatever the number of sockets: a token that
-expires is caught by the next check. The signals below, and approvals.tokens.revoke, also
-announce a revocation over the channel layer, when there is one, so the hubs check the user's
-sockets at once.
+Each server process's hub (approvals.hub) also checks the credentials of all its sockets
+together every CHECK_INTERVAL seconds, in a few queries whatever the number of sockets, so a
+socket closes even when no event comes. The signals below, and approvals.tokens.revoke,
+announce a revocation over the channel layer, when there is one, so the hubs close the user's
+sockets at once rather than at the next event or check.
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -21,9 +23,9 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from agents.events import broadcast
-from approvals.models import ApiToken
+from approvals.models import REVOCATION_COUNTER, ApiToken, RevocationCounter
 
-CHECK_INTERVAL = 5.0  # seconds an open socket may outlive its credentials with no announcement
+CHECK_INTERVAL = 5.0  # seconds an open socket with no event to send may outlive its credentials
 REVOKED = "events.revoked"  # the channel-layer message: {"type", "user", "session"}
 
 
@@ -36,37 +38,62 @@ class Credential:
     token_digest: str | None = None
 
 
-def still_valid(credentials: list[Credential]) -> set[Credential]:
-    """Those of `credentials` that still hold: the user exists and is active, and the session
+def revocations() -> int:
+    """The revocation counter (approvals.models.RevocationCounter): it moves in the transaction
+    of every revocation. One primary-key read."""
+    rows = RevocationCounter.objects.filter(pk=REVOCATION_COUNTER).values_list("count", flat=True)
+    return rows.first() or 0
+
+
+def still_valid(credentials: list[Credential]) -> dict[Credential, datetime | None]:
+    """Those of `credentials` that still hold, each with when it lapses (its token's or its
+    session's expiry; None: never by itself): the user exists and is active, and the session
     still exists, unexpired and logged in as that user, or the token still exists, unrevoked
     and unexpired. Sessions are read from the database session store (the project's
     SESSION_ENGINE)."""
     if not credentials:
-        return set()
+        return {}
+    now = timezone.now()
     active = set(
         get_user_model()
         .objects.filter(pk__in={c.user_id for c in credentials}, is_active=True)
         .values_list("pk", flat=True)
     )
     keys = {c.session_key for c in credentials if c.session_key}
-    logged_in: dict[str, str | None] = {}
+    sessions: dict[str, tuple[str | None, datetime]] = {}
     if keys:
         store = SessionStore()
-        rows = Session.objects.filter(session_key__in=keys, expire_date__gt=timezone.now())
-        for key, data in rows.values_list("session_key", "session_data"):
-            logged_in[key] = store.decode(data).get("_auth_user_id")
+        rows = Session.objects.filter(session_key__in=keys, expire_date__gt=now)
+        for key, data, expires in rows.values_list("session_key", "session_data", "expire_date"):
+            sessions[key] = (store.decode(data).get("_auth_user_id"), expires)
     digests = {c.token_digest for c in credentials if c.token_digest}
     usable = ApiToken.objects.filter(digest__in=digests, revoked_at__isnull=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     )
-    tokens = dict(usable.values_list("digest", "user_id") if digests else [])
-    return {
-        c
-        for c in credentials
-        if c.user_id in active
-        and (c.session_key is None or logged_in.get(c.session_key) == str(c.user_id))
-        and (c.token_digest is None or tokens.get(c.token_digest) == c.user_id)
+    tokens = {
+        digest: (user_id, expires)
+        for digest, user_id, expires in (
+            usable.values_list("digest", "user_id", "expires_at") if digests else []
+        )
     }
+    valid: dict[Credential, datetime | None] = {}
+    for c in credentials:
+        if c.user_id not in active:
+            continue
+        lapses = []
+        if c.session_key is not None:
+            user, expires = sessions.get(c.session_key, (None, None))
+            if user != str(c.user_id):
+                continue
+            lapses.append(expires)
+        if c.token_digest is not None:
+            user, expires = tokens.get(c.token_digest, (None, None))
+            if user != c.user_id:
+                continue
+            if expires is not None:
+                lapses.append(expires)
+        valid[c] = min(lapses, default=None)
+    return valid
 
 
 def announce(user_id: Any, session_key: str | None = None) -> None:

@@ -1,5 +1,7 @@
 """The A2A SDK's RequestHandler on the gateway's rows: each method runs approvals.a2a.service in
-a worker thread; the streams poll the Event table, the truth, from a cursor.
+a worker thread; the streams poll the Event table, the truth, from a cursor. A stream sends
+what it read only once the hub has cleared its token against the revocation counter read after
+those events (approvals.clearance): nothing recorded after a revocation reaches it.
 
 The SDK's DefaultRequestHandler is not used: it runs the agent in the server process through an
 AgentExecutor and keeps tasks in its own store and in-memory queues, while here agents run on
@@ -37,7 +39,7 @@ from a2a.types import (
 )
 
 from approvals.a2a import mapping, push, reads, service
-from approvals.hub import Batch, hub
+from approvals.hub import Batch, EventHub, hub
 from approvals.revocation import Credential
 from gateway.aio import blocking, wait_event
 
@@ -165,8 +167,9 @@ class Wakeup:
     and told when the token it was opened with is revoked. The waiter reads the Event table
     itself; the hub only saves it polling, and a slow poll covers a missed wake-up."""
 
-    def __init__(self, task_id: str, credential: Credential) -> None:
+    def __init__(self, task_id: str, credential: Credential, events_hub: EventHub) -> None:
         self.credential = credential
+        self.hub = events_hub
         # How the hub's socket message of an event of this task starts its `thread` field.
         self.marker = f'"thread": "{task_id}"'
         self.woken = asyncio.Event()
@@ -184,11 +187,15 @@ class Wakeup:
         await wait_event(self.woken, seconds)
         self.woken.clear()
 
+    async def admits(self, revocations: int) -> bool:
+        """May the events read before the revocation counter read `revocations` be sent?"""
+        return not self.revoked and await self.hub.admits(self, revocations)
+
 
 @contextlib.asynccontextmanager
 async def watching(task_id: str, context: ServerCallContext) -> AsyncIterator[Wakeup]:
-    wakeup = Wakeup(task_id, context.state["credential"])
     events_hub = hub()
+    wakeup = Wakeup(task_id, context.state["credential"], events_hub)
     events_hub.subscribe(wakeup)
     try:
         yield wakeup
@@ -225,7 +232,9 @@ async def updates(
     sent = False
     async with watching(task_id, context) as wakeup:
         while True:
-            events, more = await blocking(reads.read_events)(task_id, position)
+            events, more, revocations = await blocking(reads.read_events)(task_id, position)
+            if events and not await wakeup.admits(revocations):
+                return
             for event in events:
                 made = fold.apply(event)
                 for index, update in enumerate(made):

@@ -29,6 +29,7 @@ from approvals.a2a.access import VIEW, find_thread, invalid, require, require_sc
 from approvals.cursor import gap_horizon, page_cursor
 from approvals.http import parse_uuid
 from approvals.models import Scope
+from approvals.revocation import revocations
 
 PAGE_SIZE = 50  # a list's default page, and its largest below
 MAX_PAGE_SIZE = 100
@@ -147,14 +148,15 @@ def state_of(task_id: str) -> int:
     return mapping.task_state(status or "", pending)
 
 
-def read_events(task_id: str, after: int) -> tuple[list[Event], bool]:
-    """The task's events after `after`, in id order, up to the settled ones; and whether there
-    may be more right away (the batch was full)."""
+def read_events(task_id: str, after: int) -> tuple[list[Event], bool, int]:
+    """The task's events after `after`, in id order, up to the settled ones; whether there may
+    be more right away (the batch was full); and the revocation counter read after them, when
+    there are any (approvals.clearance)."""
     bound = settled_through()
     rows = list(
         Event.objects.filter(thread_id=task_id, id__gt=after, id__lte=bound).order_by("id")[:BATCH]
     )
-    return rows, len(rows) == BATCH
+    return rows, len(rows) == BATCH, revocations() if rows else 0
 
 
 def in_state(rows: QuerySet, state: int) -> QuerySet:

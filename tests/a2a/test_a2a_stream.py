@@ -13,10 +13,11 @@ from a2a.types import (
     TaskState,
     UnsupportedOperationError,
 )
+from django.contrib.auth.models import User
 from django.utils import timezone
 from google.protobuf import json_format
 
-from agents import actions
+from agents import actions, events
 from agents.models import Event, Suspension, Thread
 from approvals import tokens
 from approvals.models import ApiToken
@@ -212,6 +213,42 @@ class StreamTestCase:
         if how != "deleted":
             assert ApiToken.objects.filter(pk=token.pk).exists()  # the row stays, for the trail
             assert how in r.json()["error"]["message"]
+
+    @pytest.mark.parametrize("how", ["revoked", "deactivated"])
+    def test_it_sends_nothing_recorded_after_the_revocation(
+        self, gateway: Gateway, how: str
+    ) -> None:
+        token = ApiToken.objects.get(user__username="alice")
+
+        def end_then_speak(task_id: str) -> int:
+            """Revoke the token, or deactivate its user with no signal sent (a queryset
+            update), then record an event of the task; the task's last event id before."""
+            last = Event.objects.filter(thread_id=task_id).order_by("-id").first().id
+            if how == "revoked":
+                tokens.revoke(token)
+            else:
+                User.objects.filter(username="alice").update(is_active=False)
+            events.record(
+                Event.Type.AGENT_MESSAGE,
+                thread_id=task_id,
+                payload={"frame": "agent:payer", "text": "Said after the revocation."},
+            )
+            return last
+
+        async def scenario() -> tuple[int, list[StreamResponse]]:
+            async with gateway.client() as client:
+                task = await sent(client, message("pay", agent="payer"))
+            async with gateway.client(streaming=True) as client:
+                stream = client.subscribe(SubscribeToTaskRequest(id=task.id))
+                head = await anext(stream)
+                last = await db(lambda: end_then_speak(task.id))
+                async with asyncio.timeout(60):  # a stream that never ends fails here
+                    rest = [r async for r in stream]
+                return last, [head, *rest]
+
+        last, responses = run(scenario())
+        assert [cursor for cursor, _ in updates(responses) if event_of(cursor) > last] == []
+        assert "Said after the revocation." not in [said(r) for r in responses]
 
 
 async def collect(stream: Any) -> list[StreamResponse]:
