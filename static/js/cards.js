@@ -172,12 +172,14 @@
       fill(th, name);
       var td = document.createElement("td");
       var value = args[name];
-      if (value !== null && typeof value === "object") {
+      var text = cellText(value);
+      // A block, or a cut value, goes in a box of its own height (static/css/cards.css).
+      if ((value !== null && typeof value === "object") || cut(text, budget).cut || cut(text).cut) {
         var pre = document.createElement("pre");
-        show(pre, cellText(value));
+        show(pre, text);
         td.appendChild(pre);
       } else {
-        show(td, cellText(value));
+        show(td, text);
       }
       tr.appendChild(th);
       tr.appendChild(td);
@@ -537,6 +539,28 @@
     });
   }
 
+  /* A server-drawn card has no edit, respond or extend box (templates/approvals/_card.html
+     draws them on the skeleton only, to keep a page of cards small): it gets a copy of the
+     skeleton's when a reviewer first opens one. [box, where it goes, before it or inside]. */
+  var LAZY = [
+    [".edit-box", ".only-confirmation .shortcuts", "before"],
+    [".respond-box", ".only-confirmation .shortcuts", "before"],
+    [".extend-box", ".extend-part", "inside"],
+  ];
+
+  function boxes(card) {
+    LAZY.forEach(function (lazy) {
+      var anchor = card.querySelector(lazy[1]);
+      var source = template.content.querySelector(lazy[0]);
+      if (card.querySelector(lazy[0]) || !anchor || !source) return;
+      var box = source.cloneNode(true);
+      if (lazy[2] === "before") anchor.before(box);
+      else anchor.appendChild(box);
+      var editor = box.querySelector("textarea[name=args]");
+      if (editor) editor.value = card.dataset.args ? window.GatewayText.escapeJson(pretty(original(card))) : "";
+    });
+  }
+
   function toggle(card, button, selector) {
     var box = card.querySelector(selector);
     box.hidden = !box.hidden;
@@ -806,6 +830,7 @@
     }
     if (card.dataset.status !== "pending") return;
     current = card;
+    boxes(card);
     if (action === "approve") {
       if (editPending(card)) return;  // the button is off meanwhile; a stale click does nothing
       send(card, { approved: true });
