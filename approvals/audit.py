@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from agents import chain
 from agents.models import Event, Suspension
+from approvals import excerpt
 from approvals.forms import AuditFilterForm
 from approvals.templatetags.durations import duration
 
@@ -192,7 +193,8 @@ def _step(e: Event) -> dict[str, Any]:
         "at": e.created_at,
         # A rule of the policy decides with no person as actor (agents.policy).
         "actor": e.actor_name or (p.get("by") if p.get("by") == "policy" else ""),
-        "detail": detail,
+        # A tool's result or a reviewer's answer may be long: cut, whole at the event's URL.
+        "detail": excerpt.cut(detail, url=excerpt.event_url(e.id)),
     }
 
 
@@ -220,7 +222,11 @@ def audit_page(request: HttpRequest) -> HttpResponse:
             "decider": decider(s),
             "timeline": steps.get(s.pk, []),
             "diff": arg_diff(s.tool_input, s.modified_args),
-            "arguments": json.dumps(s.tool_input, indent=2, ensure_ascii=False),
+            "arguments": excerpt.cut(
+                json.dumps(s.tool_input, indent=2, ensure_ascii=False),
+                url=excerpt.suspension_url(s.pk),
+            ),
+            "url": excerpt.suspension_url(s.pk),
         }
         for s in page.object_list
     ]

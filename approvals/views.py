@@ -14,7 +14,7 @@ from agents import actions, policy, versions
 from agents.actions import suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
-from approvals import admission, ratelimits
+from approvals import admission, excerpt, ratelimits
 from approvals.api import thread_instances, thread_usage
 from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
@@ -97,13 +97,23 @@ def waiting_replies(filters: dict[str, str]) -> list[dict[str, Any]]:
 
 def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
     """What an inbox card shows: the API's shape, the pretty-printed arguments (while it is
-    pending, an edit a quorum votes on), and whether the viewer may decide it and if not why
-    (agents.policy)."""
+    pending, an edit a quorum votes on) within the display limits (approvals.excerpt), and
+    whether the viewer may decide it and if not why (agents.policy)."""
     version = versions.version_payload(s) if s.pending else None
     shown = policy.proposal(s) if s.pending else s.tool_input
+    whole = pretty(shown)
+    url = excerpt.suspension_url(s.id)
+    args = excerpt.cut(whole, excerpt.card_limit(), url)
     return {
         **suspension_payload(s),
-        "input_pretty": pretty(shown),
+        # The arguments whole (the raw JSON view, data-args and the editor) while they fit on a
+        # card; bigger ones are shown cut at the value limit, and the card refuses to edit them
+        # (static/js/cards.js), since an edit of a cut text would send the cut text.
+        "input_pretty": "" if args.cut else whole,
+        "args_shown": excerpt.cut(whole, url=url) if args.cut else args,
+        "args_size": excerpt.size(whole) if args.cut else 0,
+        "prompt_shown": excerpt.cut(s.prompt, url=url),
+        "api_url": url,
         "version": version,
         "you": policy.viewer_payload(s, viewer),
     }
@@ -408,6 +418,8 @@ def transcript_entry(e: Event) -> dict[str, Any]:
         "id": e.id,
         "type": e.type,
         "created_at": e.created_at,
+        # Its text and block are shown cut at the value limit; the whole event is here.
+        "url": excerpt.event_url(e.id),
         "suspension": str(e.suspension_id) if e.suspension_id else None,
         "lane": lane if isinstance(lane, int) else None,
         "instance": instance if isinstance(instance, int) else None,

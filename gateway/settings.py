@@ -385,6 +385,10 @@ TOOL_MODULES = [m for m in os.environ.get("TOOL_MODULES", "").split(",") if m.st
 MAX_MESSAGE_CHARS = envint("MAX_MESSAGE_CHARS", 32000)  # a run's message, a reply, an answer
 MAX_REASON_CHARS = envint("MAX_REASON_CHARS", 2000)  # a decision's reason
 MAX_ARGUMENTS_BYTES = envint("MAX_ARGUMENTS_BYTES", 64 * 1024)  # edited arguments, as JSON
+# Display limits (approvals.excerpt): what a page, an email or an A2A status text shows of one
+# untrusted value, and of a card's arguments in all; the rest is one link away, over the API.
+DISPLAY_MAX_VALUE_BYTES = envint("DISPLAY_MAX_VALUE_BYTES", 4 * 1024)
+DISPLAY_MAX_CARD_BYTES = envint("DISPLAY_MAX_CARD_BYTES", 32 * 1024)
 # A reviewer's claim on a pending request ("Dana is reviewing") lapses after this long (presence/).
 CLAIM_SECONDS = envint("CLAIM_SECONDS", 300)
 # A reviewer may move a pending request's deadline once, by at most this much (agents.reminders).

@@ -2,7 +2,8 @@
 
 Tool arguments and the agent's words are untrusted (invariant 6): the email is plain text only,
 and a control or direction-changing character is written as a visible `[U+202E]`, as the pages
-show it (approvals.templatetags.visible). A long argument list is cut; the card shows it whole.
+show it (approvals.templatetags.visible). A long prompt or argument list is cut at the display
+limit (approvals.excerpt), saying how much is left out and where the whole of it is.
 """
 
 import json
@@ -16,20 +17,21 @@ from django.urls import reverse
 
 from agents.models import Event, Suspension
 from agents.runtime.ladder import format_duration
+from approvals import excerpt
 from approvals.templatetags.visible import CONTROL, code_point
 
-MAX_ARGUMENTS_CHARS = 2000
-MAX_PROMPT_CHARS = 1000
 MAX_SUBJECT_CHARS = 200
 INDENT = "      "
 OPTED_IN, IN_GROUP = "opted_in", "in_group"
 
 
-def shown(text: Any, limit: int | None = None) -> str:
-    """Untrusted text as the email prints it: controls visible, cut to `limit` characters."""
+def shown(text: Any, whole: str = "") -> str:
+    """Untrusted text as the email prints it: controls visible; with `whole`, the API path of
+    the whole value, cut at the display limit."""
     text = str(text)
-    if limit is not None and len(text) > limit:
-        text = text[:limit] + " … (cut; the card shows it whole)"
+    if whole:
+        part = excerpt.cut(text, url=f"{settings.SITE_URL.rstrip('/')}{whole}")
+        text = f"{part.text} {part.note} (the whole value: {part.url})" if part.cut else text
     return CONTROL.sub(lambda m: f"[{code_point(m.group())}]", text)
 
 
@@ -58,14 +60,15 @@ def card_url(s: Suspension) -> str:
 
 
 def _call(s: Suspension) -> dict[str, Any]:
+    whole = excerpt.suspension_url(s.pk)
     return {
         "tool": shown(s.tool_name),
         "kind": s.kind,
         # "main" says nothing; a sub-agent's or instance's path does.
         "lineage": shown(s.lineage) if "→" in s.lineage else "",
-        "prompt": indent(shown(s.prompt, MAX_PROMPT_CHARS), INDENT) if s.prompt else "",
+        "prompt": indent(shown(s.prompt, whole), INDENT) if s.prompt else "",
         "arguments": indent(
-            shown(json.dumps(s.tool_input, indent=2, ensure_ascii=False), MAX_ARGUMENTS_CHARS),
+            shown(json.dumps(s.tool_input, indent=2, ensure_ascii=False), whole),
             INDENT,
         ),
         "status": s.status,

@@ -39,6 +39,7 @@ from a2a.types import (
 from google.protobuf import json_format
 
 from agents.models import Event, Thread
+from approvals import excerpt
 
 WORKING = TaskState.TASK_STATE_WORKING
 INPUT_REQUIRED = TaskState.TASK_STATE_INPUT_REQUIRED
@@ -142,17 +143,26 @@ def awaited(prompt: dict[str, Any] | None, pending: list[dict[str, Any]]) -> dic
     return data
 
 
+def status_line(text: str, whole: str = "") -> str:
+    """Untrusted text in a status message's words, cut at the display limit (approvals.excerpt);
+    the data part carries it whole, and so does `whole`, its API path, when there is one."""
+    part = excerpt.cut(text)
+    if not part.cut:
+        return text
+    return f"{part.text} {part.note} (whole in the data part{f' and at {whole}' if whole else ''})"
+
+
 def awaited_message(task_id: str, data: dict[str, Any]) -> Message:
     """The status message of an input-required task: the question or what needs approval, in
     words (a text part), and all of it as data (a data part)."""
     lines = []
     if "input" in data:
-        lines.append(data["input"]["prompt"])
+        lines.append(status_line(data["input"]["prompt"]))
     kinds = set()
     for s in data.get("suspensions", []):
         kinds.add(s["kind"])
         if s["kind"] == "input":
-            lines.append(s["question"])
+            lines.append(status_line(s["question"], excerpt.suspension_url(s["suspension"])))
         else:
             lines.append(f"{s['agent']} waits for approval to call {s['tool']}.")
     if "confirmation" in kinds:

@@ -1,13 +1,16 @@
 """What a card shows of a call's arguments: a table of fields, and the before/after of an edit.
 
-static/js/cards.js `fieldRows` and `diffRows` build the same rows for the cards the page makes
-from events. Values are text (the template escapes them, invariant 6).
+static/js/cards.js `showFields` and `diffTable` build the same rows for the cards the page makes
+from events. Values are text (the template escapes them, invariant 6), and excerpts
+(approvals.excerpt): each at most the value limit, a card's fields at most the card limit in all.
 """
 
 import json
 from typing import Any
 
 from django import template
+
+from approvals import excerpt
 
 register = template.Library()
 
@@ -45,16 +48,23 @@ def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
         return []
     schema = c.get("schema") or {}
     required = set(schema.get("required") or [])
-    return [
-        {
-            "name": name,
-            "value": value_text(args[name]),
-            "block": isinstance(args[name], (dict, list)),
-            "required": name in required,
-        }
-        for name in _order(schema, args)
-        if name in args
-    ]
+    url = excerpt.suspension_url(c.get("id"))
+    budget = excerpt.card_limit()
+    rows = []
+    for name in _order(schema, args):
+        if name not in args:
+            continue
+        shown = excerpt.cut(value_text(args[name]), min(excerpt.value_limit(), budget), url)
+        budget -= excerpt.size(shown.text)
+        rows.append(
+            {
+                "name": name,
+                "value": shown,
+                "block": isinstance(args[name], (dict, list)),
+                "required": name in required,
+            }
+        )
+    return rows
 
 
 @register.filter
@@ -68,6 +78,7 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(edited, dict) or not isinstance(before, dict) or edited == before:
         return []
     missing = object()
+    url = excerpt.suspension_url(c.get("id"))
     rows = []
     for name in _order(c.get("schema") or {}, before, edited):
         old, new = before.get(name, missing), edited.get(name, missing)
@@ -76,8 +87,8 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": name,
-                "before": "" if old is missing else value_text(old),
-                "after": "" if new is missing else value_text(new),
+                "before": excerpt.cut("" if old is missing else value_text(old), url=url),
+                "after": excerpt.cut("" if new is missing else value_text(new), url=url),
                 "changed": old != new,
             }
         )

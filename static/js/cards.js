@@ -6,6 +6,8 @@
 
   var live = window.GatewayLive;
   var fill = window.GatewayText.fill;
+  var excerpt = window.GatewayText.excerpt;
+  var cut = window.GatewayText.cut;
   var schemas = Object.assign({}, live.data.schemas || {});
   var template = document.getElementById("card-template");
 
@@ -80,12 +82,30 @@
 
   /* The arguments a quorum now votes on: a reviewer's edit restarts the count. */
   function showArgs(card, args) {
-    card.dataset.args = JSON.stringify(args);
-    fill(card.querySelector(".args"), pretty(args));
-    var editor = card.querySelector("textarea[name=args]");
-    if (editor) editor.value = window.GatewayText.escapeJson(pretty(args));
+    showRaw(card, args);
     showFields(card, args);
     fill(card.querySelector(".summary"), fillSummary(card.dataset.summaryTemplate, args) || card.dataset.tool);
+  }
+
+  /* Where the whole request is, as text (the cut notes link to it). */
+  function wholeUrl(card) {
+    return "/api/suspensions/" + encodeURIComponent(card.dataset.id);
+  }
+
+  /* The raw JSON view, data-args and the editor, as approvals/views.py `card` renders them: the
+     arguments whole while their JSON fits a card (DISPLAY_MAX_CARD_BYTES), else cut at the value
+     limit, with no data-args and an empty editor: the card refuses to edit them (openEdit). */
+  function showRaw(card, args) {
+    var whole = pretty(args);
+    var fits = !cut(whole, window.GatewayText.limit("displayCard")).cut;
+    var shown = excerpt(card.querySelector(".args"), fits ? { text: whole, cut: 0 } : whole, wholeUrl(card));
+    card.dataset.args = fits ? JSON.stringify(args) : "";
+    card.dataset.argsSize = String(fits ? 0 : shown.size);
+    var editor = card.querySelector("textarea[name=args]");
+    if (editor) editor.value = fits ? window.GatewayText.escapeJson(whole) : "";
+    var line = card.querySelector(".args-cut");
+    line.hidden = fits;
+    fill(line.querySelector(".args-size"), fits ? "" : shown.size.toLocaleString("en-US"));
   }
 
   /* The tool's summary template filled with arguments: agents/presentation.py `fill`. */
@@ -130,12 +150,19 @@
     return window.GatewaySchema.fieldNames(schema, values);
   }
 
-  /* The arguments as a table of fields (the raw JSON stays behind its toggle). */
+  /* The arguments as a table of fields (the raw JSON stays behind its toggle), each value cut
+     at the value limit and all of them at the card limit (approvals/templatetags/cards.py). */
   function showFields(card, args) {
     var body = card.querySelector(".fields tbody");
     if (!body) return;
     body.replaceChildren();
     if (!args || typeof args !== "object") return;
+    var budget = window.GatewayText.limit("displayCard");
+    var url = wholeUrl(card);
+    function show(element, text) {
+      var shown = excerpt(element, cut(text, Math.min(window.GatewayText.limit("displayValue"), budget)), url);
+      budget -= window.GatewayText.size(shown.text);
+    }
     fieldOrder(schemas[card.dataset.id], [args]).forEach(function (name) {
       if (!Object.prototype.hasOwnProperty.call(args, name)) return;
       var tr = document.createElement("tr");
@@ -145,12 +172,14 @@
       fill(th, name);
       var td = document.createElement("td");
       var value = args[name];
-      if (value !== null && typeof value === "object") {
+      var text = cellText(value);
+      // A block, or a cut value, goes in a box of its own height (static/css/cards.css).
+      if ((value !== null && typeof value === "object") || cut(text, budget).cut || cut(text).cut) {
         var pre = document.createElement("pre");
-        fill(pre, cellText(value));
+        show(pre, text);
         td.appendChild(pre);
       } else {
-        fill(td, cellText(value));
+        show(td, text);
       }
       tr.appendChild(th);
       tr.appendChild(td);
@@ -180,10 +209,10 @@
       fill(th, name);
       var td1 = document.createElement("td");
       td1.className = "before";
-      fill(td1, had ? old : "(not set)");
+      excerpt(td1, had ? old : "(not set)");
       var td2 = document.createElement("td");
       td2.className = "after";
-      fill(td2, has ? now : "(not set)");
+      excerpt(td2, has ? now : "(not set)");
       tr.appendChild(th);
       tr.appendChild(td1);
       tr.appendChild(td2);
@@ -192,9 +221,10 @@
     return changed;
   }
 
-  /* A new card element for a suspension payload (agents.actions.suspension_payload). `cut`: the
-     payload is a socket summary whose whole event could not be fetched (static/js/live.js). */
-  function build(s, cut) {
+  /* A new card element for a suspension payload (agents.actions.suspension_payload).
+     `summary`: the payload is a socket summary whose whole event could not be fetched
+     (static/js/live.js). */
+  function build(s, summary) {
     var card = template.content.firstElementChild.cloneNode(true);
     var kindPart = card.querySelector(s.kind === "input" ? ".only-confirmation" : ".only-input");
     if (kindPart) kindPart.remove();
@@ -221,13 +251,10 @@
     fill(description, shown.description || "");
     description.hidden = !shown.description;
     var prompt = card.querySelector(".prompt");
-    fill(prompt, s.prompt || "");
+    excerpt(prompt, s.prompt || "", wholeUrl(card));
     card.querySelector(".reasoning").hidden = !s.prompt;
-    card.dataset.args = JSON.stringify(s.input);
-    fill(card.querySelector(".args"), pretty(s.input));
+    showRaw(card, s.input);
     card.querySelector(".thread-link").href = "/threads/" + encodeURIComponent(s.thread) + "/";
-    var editor = card.querySelector("textarea[name=args]");
-    if (editor) editor.value = window.GatewayText.escapeJson(pretty(s.input));
     schemas[s.id] = s.schema || {};
     showFields(card, s.input);
     var approveDoes = card.querySelector(".approve-does");
@@ -246,7 +273,7 @@
     showPolicy(card, p.approvals, p.quorum, p.approved_by);
     if (p.edited_args) showArgs(card, p.edited_args);
     if (s.decision) decided(card, s.decision);
-    if (cut) {
+    if (summary) {
       // Cut arguments must not be approved as an edit: editing waits for the whole of them.
       var edit = card.querySelector("[data-action=edit]");
       if (edit) edit.remove();
@@ -371,7 +398,7 @@
     setStatus(card, outcome.status);
     card.classList.add("decided");
     var line = card.querySelector(".outcome");
-    fill(line, outcomeText(outcome));
+    excerpt(line, outcomeText(outcome), wholeUrl(card));
     line.hidden = false;
     card.querySelectorAll("button:not([data-action=history])").forEach(function (b) { b.disabled = true; });
     card.querySelectorAll(".reject-box, .edit-box, .extend-box, .respond-box, .pending-edit, .ignored-line")
@@ -512,6 +539,28 @@
     });
   }
 
+  /* A server-drawn card has no edit, respond or extend box (templates/approvals/_card.html
+     draws them on the skeleton only, to keep a page of cards small): it gets a copy of the
+     skeleton's when a reviewer first opens one. [box, where it goes, before it or inside]. */
+  var LAZY = [
+    [".edit-box", ".only-confirmation .shortcuts", "before"],
+    [".respond-box", ".only-confirmation .shortcuts", "before"],
+    [".extend-box", ".extend-part", "inside"],
+  ];
+
+  function boxes(card) {
+    LAZY.forEach(function (lazy) {
+      var anchor = card.querySelector(lazy[1]);
+      var source = template.content.querySelector(lazy[0]);
+      if (card.querySelector(lazy[0]) || !anchor || !source) return;
+      var box = source.cloneNode(true);
+      if (lazy[2] === "before") anchor.before(box);
+      else anchor.appendChild(box);
+      var editor = box.querySelector("textarea[name=args]");
+      if (editor) editor.value = card.dataset.args ? window.GatewayText.escapeJson(pretty(original(card))) : "";
+    });
+  }
+
   function toggle(card, button, selector) {
     var box = card.querySelector(selector);
     box.hidden = !box.hidden;
@@ -597,6 +646,15 @@
   }
 
   function openEdit(card, button) {
+    var size = Number(card.dataset.argsSize);
+    if (size) {
+      // The page holds only an excerpt of these arguments: an edit made from it would send the
+      // cut text as the new arguments.
+      notice(card, "These arguments are " + size.toLocaleString("en-US") + " bytes, more than a " +
+        "card shows, so they cannot be edited on this page. Approve or reject them, or send " +
+        "modifiedArgs through the API (POST /api/threads/…/resume).");
+      return;
+    }
     var box = card.querySelector(".edit-box");
     if (!box.dataset.built) {
       var schema = schemas[card.dataset.id] || {};
@@ -748,7 +806,7 @@
         fill(who, line[0]);
         var text = document.createElement("span");
         text.className = "text";
-        fill(text, line[1]);
+        excerpt(text, line[1], "/api/events/" + encodeURIComponent(e.id));
         li.appendChild(who);
         li.appendChild(text);
         list.appendChild(li);
@@ -772,6 +830,7 @@
     }
     if (card.dataset.status !== "pending") return;
     current = card;
+    boxes(card);
     if (action === "approve") {
       if (editPending(card)) return;  // the button is off meanwhile; a stale click does nothing
       send(card, { approved: true });

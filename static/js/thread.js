@@ -203,16 +203,18 @@
       li.appendChild(cards.build(message.payload, message.truncated));
       return li;
     }
+    // Cut at the value limit, whole at the event's URL (approvals/templatetags/excerpts.py).
+    var url = "/api/events/" + encodeURIComponent(message.id);
     if (d.text) {
       var p = document.createElement("p");
       p.className = "text";
-      fill(p, d.text);
+      window.GatewayText.excerpt(p, d.text, url);
       li.appendChild(p);
     }
     if (d.pre) {
       var pre = document.createElement("pre");
       pre.className = "pre";
-      fill(pre, d.pre);
+      window.GatewayText.excerpt(pre, d.pre, url);
       li.appendChild(pre);
     }
     return li;
