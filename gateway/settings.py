@@ -32,6 +32,20 @@ def envint(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from e
 
 
+def envtimeout(name: str, default: float) -> float:
+    """A time limit in seconds: a number more than 0 (fractions allowed, for tests)."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        seconds = float(value)
+    except ValueError as e:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds, not {value!r}") from e
+    if not 0 < seconds < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be more than 0 seconds, not {value!r}")
+    return seconds
+
+
 def envrate(name: str, default: str) -> str:
     """A rate limit in the `limits` notation (approvals.ratelimits), checked now."""
     value = os.environ.get(name, default).strip()
@@ -452,6 +466,9 @@ WEBHOOKS_RETRY_SCHEDULE = envseconds(
 # A subscription whose last N finished deliveries were all dead-lettered is disabled.
 WEBHOOKS_DISABLE_AFTER = envint("WEBHOOKS_DISABLE_AFTER", 5)
 WEBHOOKS_TIMEOUT_SECONDS = envint("WEBHOOKS_TIMEOUT_SECONDS", 10)  # connect, send, read: each
+# A whole delivery, from connect to the last byte kept: a receiver that trickles its answer
+# would hold a worker for as long as it likes under the per-phase timeouts alone.
+WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = envtimeout("WEBHOOKS_DELIVERY_TIMEOUT_SECONDS", 30)
 # URLs that resolve to private, loopback, link-local or multicast addresses are refused, at
 # subscribe time and again at every delivery, unless this is true (tests; a closed network).
 WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")
