@@ -36,9 +36,9 @@ def _iso(value: datetime | None) -> str | None:
 
 def ladder_payload(s: Suspension) -> dict[str, Any]:
     """A suspension's reminders and escalation as the card shows them: when the next
-    reminder goes, who it escalates to and when (or when it was)."""
+    reminder goes (none once ignored), who it escalates to and when (or when it was)."""
     expires = s.expires_at
-    left = s.reminders[s.reminders_sent :] if expires else []
+    left = s.reminders[s.reminders_sent :] if expires and s.ignored_at is None else []
     escalate_at = None
     if expires and s.escalate_before is not None:
         escalate_at = expires - timedelta(seconds=s.escalate_before)
@@ -558,12 +558,15 @@ def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> De
             return Decided(locked, created=False)
         policy.check(locked, user, {"ignore": True}, thread.created_by_id if thread else None)
         name = getattr(user, "username", "")
+        # An ignored request is closed for people: its ladder stops here, in the same
+        # transaction (agents.reminders.apply_ladder_steps skips ignored ones as well).
         won = Suspension.objects.filter(
             pk=locked.pk, status=S.PENDING, ignored_at__isnull=True
-        ).update(ignored_at=now, ignored_by=user, ignored_by_name=name)
+        ).update(ignored_at=now, ignored_by=user, ignored_by_name=name, next_step_at=None)
         if not won:
             return Decided(Suspension.objects.get(pk=locked.pk), created=False)
         locked.ignored_at, locked.ignored_by, locked.ignored_by_name = now, user, name
+        locked.next_step_at = None
         events.record(
             Event.Type.SUSPENSION_IGNORED,
             thread_id=locked.thread_id,

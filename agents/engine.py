@@ -53,7 +53,7 @@ from agents.runtime.subagents import (
     failure_for_parent,
     result_for_parent,
 )
-from agents.runtime.tools import ToolRegistry
+from agents.runtime.tools import Tool, ToolRegistry
 from agents.runtime.tools import registry as default_registry
 from agents.streaming import LiveWriter
 from gateway.compiled import Compiled, CompiledUpdate, fields, insert
@@ -603,6 +603,9 @@ class Run(Hooks):
         with transaction.atomic():
             self._renew()  # LeaseLost: cancelled or taken over meanwhile, the result is dropped
             self._save(frame)
+
+    def tool_time_limit(self, tool: Tool) -> float | None:
+        return settings.TOOL_TIME_LIMIT_SECONDS
 
     def reraises(self, error: Exception) -> bool:
         # A cancelled statement, a lock or statement timeout, a deadlock, a dropped

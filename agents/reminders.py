@@ -5,7 +5,8 @@ A suspension is raised with its ladder (agents.runtime.ladder) and the time of i
 steps that have fallen due (apply_ladder_steps); each is a conditional update under the
 thread's lock, so two sweepers apply it once, and each writes its event in the same
 transaction: SUSPENSION_REMINDER, SUSPENSION_ESCALATED. Outward channels (email in notify/,
-webhooks) read those events; nothing here sends anything.
+webhooks) read those events; nothing here sends anything. An ignored suspension gets no more
+steps (agents.actions.ignore); its deadline still applies.
 """
 
 import logging
@@ -80,7 +81,11 @@ def apply_ladder_steps(now: datetime | None = None, limit: int = 500) -> int:
     A sweeper that was away and finds several reminders of one suspension due sends the
     latest only (its event counts the ones it skipped)."""
     now = now or timezone.now()
-    rows = Suspension.objects.filter(status=S.PENDING, next_step_at__lte=now)
+    # Ignored ones are closed for people (agents.actions.ignore clears their next step; this
+    # keeps it so for rows ignored before it did, and for an extension after the ignore).
+    rows = Suspension.objects.filter(
+        status=S.PENDING, next_step_at__lte=now, ignored_at__isnull=True
+    )
     with transaction.atomic():
         found = list(rows.order_by("next_step_at").values_list("pk", "thread_id")[:limit])
         if not found:
@@ -228,7 +233,10 @@ def _extend(s: Suspension, user: Any, seconds: int, reason: str, now: datetime) 
     fields = {
         "expires_at": new,
         "reminders_sent": sent,
-        "next_step_at": ladder.next_step_at(
+        # An ignored request's ladder stays stopped; only its deadline moves.
+        "next_step_at": None
+        if s.ignored_at is not None
+        else ladder.next_step_at(
             new, s.reminders, sent, s.escalate_before, escalated=s.escalated_at is not None
         ),
         "extended_at": now,

@@ -532,6 +532,11 @@ def suspensions(request: HttpRequest) -> JsonResponse:
             if pk is None:
                 raise BadRequest("Bad thread id.", {"thread": "A thread id (UUID)."})
             rows = rows.filter(thread_id=pk)
+        ignored = q.get("ignored")
+        if ignored not in (None, "", "0", "false", "1", "true"):
+            raise BadRequest("Bad ignored.", {"ignored": "true or 1 (or false or 0)."})
+        if ignored:
+            rows = rows.filter(ignored_at__isnull=ignored in ("0", "false"))
         page, next_url = _keyset_page(request, rows, newest_first=False)
     except BadRequest as e:
         return _bad(e)

@@ -140,6 +140,11 @@ class SuspensionQuery(Query):
     thread: str | None = Field(None, description="A thread id (UUID).")
     tool: str | None = None
     kind: SuspensionKind | None = None
+    ignored: Literal["1", "true", "0", "false"] | None = Field(
+        None,
+        description="true or 1: only those dismissed from the inbox (ignore); false or 0: "
+        "only those not dismissed.",
+    )
     limit: int | None = Limit
     cursor: str | None = Field(None, description="From the previous page's `next` link.")
 

@@ -32,6 +32,20 @@ def envint(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from e
 
 
+def envtimeout(name: str, default: float) -> float:
+    """A time limit in seconds: a number more than 0 (fractions allowed, for tests)."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        seconds = float(value)
+    except ValueError as e:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds, not {value!r}") from e
+    if not 0 < seconds < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be more than 0 seconds, not {value!r}")
+    return seconds
+
+
 def envrate(name: str, default: str) -> str:
     """A rate limit in the `limits` notation (approvals.ratelimits), checked now."""
     value = os.environ.get(name, default).strip()
@@ -360,6 +374,38 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # threads of one process (less CPU per task, but its one GIL leaves the machine idle under
 # load: seventh round); `prefork` in forked children of one worker.
 CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
+# Each kind of task's soft and hard time limits, in seconds. Celery applies them under the
+# prefork pool only (a soft limit raises SoftTimeLimitExceeded in the task, a hard one ends
+# the child); under solo and threads they are not applied, and a tool call is bounded by
+# TOOL_TIME_LIMIT_SECONDS whatever the pool. Runs: one task runs a thread until it pauses, so
+# several model calls and tools. Sweeps: beat's periodic work. Deliveries: one webhook, push
+# or email (a webhook's POST is bounded by WEBHOOKS_DELIVERY_TIMEOUT_SECONDS).
+TASK_KINDS = {
+    "RUN": ("agents.tasks.start_thread", "agents.tasks.resume_thread", "agents.tasks.run_instance"),
+    "SWEEP": (
+        "agents.tasks.sweep",
+        "agents.tasks.expire_suspension",
+        "notify.tasks.dispatch",
+        "webhooks.tasks.sweep",
+        "webhooks.tasks.fan_out",
+    ),
+    "DELIVERY": ("webhooks.tasks.deliver", "notify.tasks.send_email"),
+}
+TASK_TIME_LIMITS = {"RUN": (1800, 1860), "SWEEP": (60, 90), "DELIVERY": (90, 120)}
+for _kind, (_soft, _hard) in list(TASK_TIME_LIMITS.items()):
+    _soft = envtimeout(f"{_kind}_TASK_SOFT_TIME_LIMIT", _soft)
+    _hard = envtimeout(f"{_kind}_TASK_TIME_LIMIT", _hard)
+    if _soft >= _hard:
+        raise ImproperlyConfigured(
+            f"{_kind}_TASK_SOFT_TIME_LIMIT ({_soft:g}) must be less than "
+            f"{_kind}_TASK_TIME_LIMIT ({_hard:g}): the soft limit lets the task end itself"
+        )
+    TASK_TIME_LIMITS[_kind] = (_soft, _hard)
+CELERY_TASK_ANNOTATIONS = {
+    name: {"soft_time_limit": TASK_TIME_LIMITS[kind][0], "time_limit": TASK_TIME_LIMITS[kind][1]}
+    for kind, names in TASK_KINDS.items()
+    for name in names
+}
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -377,6 +423,10 @@ THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
 DEFAULT_BLOCKING_TIMEOUT = envint("DEFAULT_BLOCKING_TIMEOUT", 3600)
+# One tool call may run this long; past it the call is stopped where it waits, the model gets
+# an error result for it, and the run goes on (agents.runtime.time_limit says why this is not
+# Celery's soft limit).
+TOOL_TIME_LIMIT_SECONDS = envtimeout("TOOL_TIME_LIMIT_SECONDS", 300)
 # Modules that register the deployment's own tools when imported (comma-separated).
 TOOL_MODULES = [m for m in os.environ.get("TOOL_MODULES", "").split(",") if m.strip()]
 
@@ -456,6 +506,9 @@ WEBHOOKS_RETRY_SCHEDULE = envseconds(
 # A subscription whose last N finished deliveries were all dead-lettered is disabled.
 WEBHOOKS_DISABLE_AFTER = envint("WEBHOOKS_DISABLE_AFTER", 5)
 WEBHOOKS_TIMEOUT_SECONDS = envint("WEBHOOKS_TIMEOUT_SECONDS", 10)  # connect, send, read: each
+# A whole delivery, from connect to the last byte kept: a receiver that trickles its answer
+# would hold a worker for as long as it likes under the per-phase timeouts alone.
+WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = envtimeout("WEBHOOKS_DELIVERY_TIMEOUT_SECONDS", 30)
 # URLs that resolve to private, loopback, link-local or multicast addresses are refused, at
 # subscribe time and again at every delivery, unless this is true (tests; a closed network).
 WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")

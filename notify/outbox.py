@@ -207,7 +207,12 @@ def send(pk: int, now: datetime | None = None) -> bool:
     if not claimed:
         return False
     email = Email.objects.get(pk=pk)
-    if not Suspension.objects.filter(group=email.group, status=Suspension.Status.PENDING).exists():
+    # Nothing left for a person to decide: every request of the group was decided, or was
+    # ignored (closed for people, agents.actions.ignore) after the email was made.
+    open_requests = Suspension.objects.filter(
+        group=email.group, status=Suspension.Status.PENDING, ignored_at__isnull=True
+    )
+    if not open_requests.exists():
         Email.objects.filter(pk=pk).update(status=Email.Status.SKIPPED, claimed_until=None)
         return False
     message = EmailMessage(

@@ -2,6 +2,7 @@
 config's authentication), record the attempt, then succeed, schedule the retry or dead-letter
 it; a subscription whose deliveries keep dying is disabled and its owner told."""
 
+import asyncio
 import json
 import logging
 import random
@@ -94,7 +95,7 @@ class Outbox:
     def __init__(
         self,
         clock: Callable[[], datetime] = timezone.now,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
         jitter: Callable[[], float] = lambda: random.uniform(0.75, 1.25),
     ) -> None:
         self.clock = clock
@@ -103,8 +104,10 @@ class Outbox:
 
     def lease(self) -> timedelta:
         """How long an attempt holds its delivery: past it, the sweep lets another worker try
-        (the first may then have sent it too: receivers dedupe on webhook-id)."""
-        return timedelta(seconds=2 * settings.WEBHOOKS_TIMEOUT_SECONDS + 5)
+        (the first may then have sent it too: receivers dedupe on webhook-id). Longer than
+        the POST may last (WEBHOOKS_DELIVERY_TIMEOUT_SECONDS), with time to resolve the
+        receiver's name before it and record the attempt after it."""
+        return timedelta(seconds=settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS + 5)
 
     def send(self, delivery_id: int, token: str) -> str:
         """Attempt the delivery if it is still due and this task may take it; what happened."""
@@ -144,39 +147,54 @@ class Outbox:
 
     def post(self, url: str, body: str, headers: dict[str, str]) -> Response:
         """POST to the address the URL's host resolves to, after the address check; no
-        redirects (a redirect could point inside); each timeout WEBHOOKS_TIMEOUT_SECONDS."""
+        redirects (a redirect could point inside); each timeout WEBHOOKS_TIMEOUT_SECONDS, and
+        the whole POST at most WEBHOOKS_DELIVERY_TIMEOUT_SECONDS (a failed attempt past it)."""
         try:
             target = addresses.target(url)
         except addresses.Refused as e:
             return Response(False, error=f"Refused: {e}")
         headers = {**headers, "User-Agent": USER_AGENT, "Host": target.host_header}
         extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else {}
+        # httpx's timeouts are per phase (connect, each read, each write): a receiver that
+        # sends its status line, headers and body a byte at a time never trips them, and
+        # httpx has no total deadline (encode/httpx#1450). A check between reads of the body
+        # would come too late for a trickled status line, so the POST runs on httpx's async
+        # client under asyncio.timeout, which cancels it wherever it waits and closes the
+        # connection. The worker task is synchronous: an event loop of its own per delivery.
+        return asyncio.run(self._post(target.url, body, headers, extensions))
+
+    async def _post(
+        self, url: str, body: str, headers: dict[str, str], extensions: dict[str, Any]
+    ) -> Response:
         started = time.monotonic()
+        limit = settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS
+        status: int | None = None
         try:
-            with httpx.Client(
-                transport=self.transport,
-                timeout=httpx.Timeout(settings.WEBHOOKS_TIMEOUT_SECONDS),
-                follow_redirects=False,
-                trust_env=False,  # no proxy from the environment: it would skip the check
-            ) as client:
-                request = client.build_request(
-                    "POST",
-                    target.url,
-                    content=body.encode(),
-                    headers=headers,
-                    extensions=extensions,
-                )
-                r = client.send(request, stream=True)
-                try:
-                    text = _start_of(r)
-                finally:
-                    r.close()
-                ms = _ms(started)
-                if 200 <= r.status_code < 300:
-                    return Response(True, r.status_code, ms, "", text)
-                return Response(False, r.status_code, ms, f"HTTP {r.status_code}", text)
+            async with asyncio.timeout(limit):
+                async with httpx.AsyncClient(
+                    transport=self.transport,
+                    timeout=httpx.Timeout(settings.WEBHOOKS_TIMEOUT_SECONDS),
+                    follow_redirects=False,
+                    trust_env=False,  # no proxy from the environment: it would skip the check
+                ) as client:
+                    request = client.build_request(
+                        "POST", url, content=body.encode(), headers=headers, extensions=extensions
+                    )
+                    r = await client.send(request, stream=True)
+                    status = r.status_code
+                    try:
+                        text = await _start_of(r)
+                    finally:
+                        await r.aclose()
+        except TimeoutError:
+            error = f"DeliveryTimeout: no whole answer within {limit:g} s"
+            return Response(False, status, _ms(started), error)
         except (httpx.HTTPError, httpx.InvalidURL) as e:
-            return Response(False, None, _ms(started), f"{type(e).__name__}: {e}"[:ERROR_KEPT])
+            return Response(False, status, _ms(started), f"{type(e).__name__}: {e}"[:ERROR_KEPT])
+        ms = _ms(started)
+        if 200 <= r.status_code < 300:
+            return Response(True, r.status_code, ms, "", text)
+        return Response(False, r.status_code, ms, f"HTTP {r.status_code}", text)
 
     def record(self, d: Delivery, mine: str, started_at: datetime, response: Response) -> str:
         """The attempt in the log, and the delivery's next state, in one transaction. If the
@@ -237,9 +255,9 @@ class Outbox:
         return outcome
 
 
-def _start_of(r: httpx.Response) -> str:
+async def _start_of(r: httpx.Response) -> str:
     kept = b""
-    for chunk in r.iter_bytes():
+    async for chunk in r.aiter_bytes():
         kept += chunk
         if len(kept) >= RESPONSE_KEPT * 4:
             break

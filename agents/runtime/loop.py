@@ -98,6 +98,11 @@ class Hooks:
         unknown tool, invalid arguments): there is then no "calling …" to show."""
         yield
 
+    def tool_time_limit(self, tool: Tool) -> float | None:
+        """How long one call of `tool` may run before it is stopped with an error result
+        (None: no limit)."""
+        return None
+
     def reraises(self, error: Exception) -> bool:
         """Whether a tool's exception is the run's problem rather than the tool's: the engine
         lets transient database errors through, so the step is retried instead of handing the
@@ -382,7 +387,8 @@ def _run(
             content, is_error = _invalid(tool, errors), True
         else:
             try:
-                content, is_error = tool.run(args, context), False
+                content = tool.run(args, context, hooks.tool_time_limit(tool))
+                is_error = False
             except ToolError as e:
                 content, is_error = str(e), True
             except Exception as e:

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from agents.runtime.ladder import Ladder, build_ladder
+from agents.runtime.time_limit import time_limit as limited
 
 IMMEDIATE = "immediate"
 BLOCKING = "blocking"
@@ -22,6 +23,16 @@ INPUT = "input"
 
 class ToolError(Exception):
     """Raised by a tool to hand the model an error result with this message."""
+
+
+class ToolTimeLimit(ToolError):
+    """Raised inside a tool that ran past its time limit: the model gets an error result."""
+
+    def __init__(self, tool: str, seconds: float) -> None:
+        super().__init__(
+            f"Tool {tool} did not finish within its time limit ({seconds:g} s) and was "
+            "stopped; it may have acted before it stopped."
+        )
 
 
 class ChildActivated(BaseException):  # noqa: N818 - the seed's name for the signal
@@ -187,10 +198,15 @@ class Tool:
             errors.setdefault(path, error.message)
         return errors
 
-    def run(self, args: dict[str, Any], context: ToolContext) -> str:
+    def run(
+        self, args: dict[str, Any], context: ToolContext, time_limit: float | None = None
+    ) -> str:
+        """The tool's result as text. Past `time_limit` seconds the call is stopped where it
+        waits and ToolTimeLimit raised (agents.runtime.time_limit)."""
         if self.func is None:
             raise ToolError(f"{self.name} has no implementation")
-        result = self.func(args, context)
+        with limited(time_limit, lambda: ToolTimeLimit(self.name, time_limit or 0)):
+            result = self.func(args, context)
         return result if isinstance(result, str) else json.dumps(result, default=str)
 
 

@@ -2,6 +2,7 @@
 stable idempotency key; a transient database error retries the step instead of failing it."""
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -186,3 +187,52 @@ class IdempotencyKeyTestCase:
         other = ToolContext("toolu_other", frame=None, run=None)
         demo_tools.delete_records.run(args, other)
         assert DemoAction.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+class TimeLimitTestCase:
+    def test_a_tool_past_its_limit_gives_the_model_an_error_and_the_run_goes_on(
+        self, users: Any, settings: Any
+    ) -> None:
+        # The engine runs in this, the main, thread, as a solo worker runs its task.
+        settings.TOOL_TIME_LIMIT_SECONDS = 0.5
+
+        def hang(args: dict, context: ToolContext) -> str:
+            while True:
+                time.sleep(60)
+
+        engine = Engine(tools=registry_with("hang", hang))
+        thread = actions.start_thread(agent("stuck", "hang"), "go", users["operator"])
+        started = time.monotonic()
+
+        assert engine.advance(thread.pk) is True
+
+        assert 0.5 <= time.monotonic() - started < 5
+        thread.refresh_from_db()
+        assert thread.status == Thread.Status.COMPLETED
+        [result] = Event.objects.filter(thread=thread, type=Event.Type.TOOL_RESULT)
+        assert result.payload["is_error"] is True
+        assert result.payload["content"] == (
+            "Tool hang did not finish within its time limit (0.5 s) and was stopped; it may "
+            "have acted before it stopped."
+        )
+        messages = thread.frames.get().messages
+        assert messages[-1]["content"][0]["text"] == "Done."
+        assert messages[-2]["content"][0]["is_error"] is True
+
+    def test_an_alarm_armed_around_the_call_is_armed_again_after_it(self) -> None:
+        import signal
+
+        from agents.runtime.time_limit import time_limit
+
+        fired: list[int] = []
+        previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 5)
+            with time_limit(1, lambda: AssertionError("not reached")):
+                pass
+            left, _ = signal.getitimer(signal.ITIMER_REAL)
+            assert 4 < left <= 5 and fired == []
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)

@@ -38,6 +38,11 @@ def test_the_served_document_is_valid_openapi_3_1(document: dict[str, Any]) -> N
     params = {p["name"]: p for p in listing["parameters"]}
     assert set(params["status"]["schema"]["anyOf"][0]["enum"]) >= {"running", "suspended"}
     assert {"limit", "cursor", "waiting"} <= set(params)
+    listing = document["paths"]["/api/suspensions"]["get"]
+    params = {p["name"]: p for p in listing["parameters"]}
+    assert {"status", "agent", "thread", "tool", "kind", "ignored", "limit", "cursor"} <= set(
+        params
+    )
 
 
 def test_every_api_url_and_method_is_described(document: dict[str, Any]) -> None:

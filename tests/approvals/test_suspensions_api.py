@@ -70,6 +70,22 @@ class SuspensionListTestCase:
         assert ids(status="pending", agent="payer", tool="transfer_funds") == {str(transfer.pk)}
         assert ids(thread=str(uuid.uuid4())) == set()
 
+    def test_it_filters_the_ignored_ones(self) -> None:
+        _, [kept] = state.suspended(self.users["operator"])
+        _, [dismissed] = state.suspended(self.users["operator"])
+        assert self.alice.post(state.resume_url(dismissed), {"ignore": True}).status_code == 202
+
+        def ids(**params: str) -> list[str]:
+            r = self.alice.get("/api/suspensions", **params)
+            assert r.status_code == 200, r.content
+            return [s["id"] for s in r.json()["results"]]
+
+        both = [str(kept.pk), str(dismissed.pk)]
+        assert ids() == both
+        assert ids(ignored="true") == ids(ignored="1") == [str(dismissed.pk)]
+        assert ids(ignored="false") == ids(ignored="0") == [str(kept.pk)]
+        assert ids(status="pending", ignored="true") == [str(dismissed.pk)]
+
     def test_next_links_walk_every_row_exactly_once(self) -> None:
         thread, _ = state.suspended(self.users["operator"])
         frame = thread.frames.get()
@@ -147,6 +163,7 @@ class SuspensionListTestCase:
             ({"cursor": "bm90IGEgY3Vyc29y"}, "cursor"),  # "not a cursor"
             ({"cursor": "MjAyNi0wMS0wMXxub3QtYS11dWlk"}, "cursor"),  # a date, then not a UUID
             ({"thread": "not-a-uuid"}, "thread"),
+            ({"ignored": "yes"}, "ignored"),
         ],
     )
     def test_it_refuses_bad_parameters(self, params: dict, field: str) -> None:

@@ -170,6 +170,35 @@ class ReminderEmailTestCase:
         assert reminder.subject.startswith("Reminder")
         assert self.mailbox.to("bob@example.com") == []
 
+    def test_an_ignored_request_gets_no_reminder_or_escalation_email(self) -> None:
+        _, [first, second] = raise_group(self.alice)
+        deliver()
+        self.mailbox.clear()
+        for s in (first, second):
+            actions.ignore(s, self.bob)
+
+        for before in (600, 120):
+            reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=before))
+        deliver()
+
+        assert self.mailbox.messages == []
+        assert not Event.objects.filter(
+            type__in=[Event.Type.SUSPENSION_REMINDER, Event.Type.SUSPENSION_ESCALATED]
+        ).exists()
+
+    def test_a_reminder_email_made_before_the_ignore_is_not_sent(self) -> None:
+        _, [first, second] = raise_group(self.alice)
+        deliver()
+        self.mailbox.clear()
+        reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=600))
+        [pk] = outbox.fan_out()[1]
+        for s in (first, second):
+            actions.ignore(s, self.bob)
+
+        assert outbox.send(pk) is False
+        assert Email.objects.get(pk=pk).status == Email.Status.SKIPPED
+        assert self.mailbox.messages == []
+
     def test_a_refused_send_is_tried_again_after_a_wait(self, settings: Any) -> None:
         raise_group(self.alice)
         good_port = settings.EMAIL_PORT

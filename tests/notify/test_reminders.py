@@ -91,6 +91,45 @@ class LadderTestCase:
 
         assert [e.suspension_id for e in Event.objects.filter(type=REMINDER)] == [second.pk]
 
+    def test_an_ignored_request_gets_no_more_steps_but_its_deadline(self) -> None:
+        _, [first, second] = raise_group(self.alice)
+        actions.ignore(first, self.alice)
+        first.refresh_from_db()
+        assert first.next_step_at is None
+        assert actions.ladder_payload(first)["next_reminder_at"] is None
+
+        for before in (600, 120, 1):
+            reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=before))
+
+        assert {e.suspension_id for e in Event.objects.filter(type__in=[REMINDER, ESCALATED])} == {
+            second.pk
+        }
+        assert actions.expire_overdue(now=first.expires_at + timedelta(seconds=1)) == 2
+        first.refresh_from_db()
+        assert first.status == Suspension.Status.TIMED_OUT
+
+    def test_a_request_ignored_with_its_next_step_still_set_gets_no_step(self) -> None:
+        # As the ignore left a request before it stopped the ladder itself.
+        _, [first, second] = raise_group(self.alice)
+        actions.ignore(first, self.alice)
+        second.refresh_from_db()
+        Suspension.objects.filter(pk=first.pk).update(next_step_at=second.next_step_at)
+
+        reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=60))
+
+        assert [e.suspension_id for e in Event.objects.filter(type=REMINDER)] == [second.pk]
+        assert not Event.objects.filter(type=ESCALATED, suspension=first).exists()
+
+    def test_extending_an_ignored_request_does_not_start_its_ladder_again(self) -> None:
+        _, [first, _] = raise_group(self.alice)
+        actions.ignore(first, self.alice)
+
+        done = reminders.extend(first, self.alice, 600, "later")
+
+        first.refresh_from_db()
+        assert first.expires_at == done.old_expires_at + timedelta(seconds=600)
+        assert first.next_step_at is None
+
     def test_the_sweep_applies_the_deadline_before_any_step(self, time_machine: Any) -> None:
         _, [first, _] = raise_group(self.alice)
         Suspension.objects.update(next_step_at=first.expires_at - timedelta(seconds=1))

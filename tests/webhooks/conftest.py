@@ -22,6 +22,8 @@ WORKER_ENV = {
     "WEBHOOKS_RETRY_SCHEDULE": SCHEDULE,
     "WEBHOOKS_DISABLE_AFTER": "2",
     "WEBHOOKS_TIMEOUT_SECONDS": "4",
+    # A delivery's lease is this and 5 s: a killed worker's delivery is taken over soon.
+    "WEBHOOKS_DELIVERY_TIMEOUT_SECONDS": "8",
     "WEBHOOKS_SWEEP_INTERVAL_SECONDS": "0.5",
 }
 for _name, _value in WORKER_ENV.items():
@@ -35,6 +37,7 @@ def webhook_settings(settings: Any) -> Any:
     settings.WEBHOOKS_RETRY_SCHEDULE = [float(s) for s in SCHEDULE.split(",")]
     settings.WEBHOOKS_DISABLE_AFTER = 2
     settings.WEBHOOKS_TIMEOUT_SECONDS = 4
+    settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = 8
     return settings
 
 

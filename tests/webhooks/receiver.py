@@ -33,12 +33,20 @@ class Received:
 class Receiver:
     """Answers 500 to the first `fail_first` requests of each webhook-id (or of each body,
     for requests without one), sleeps `sleep_first` seconds before its very first answer,
-    and 200 otherwise."""
+    and 200 otherwise; with `trickle`, it sends its whole answer (status line, headers and
+    body) one byte every `trickle` seconds."""
 
-    def __init__(self, secret: str | None = None, fail_first: int = 0, sleep_first: float = 0):
+    def __init__(
+        self,
+        secret: str | None = None,
+        fail_first: int = 0,
+        sleep_first: float = 0,
+        trickle: float = 0,
+    ):
         self.secret = secret
         self.fail_first = fail_first
         self.sleep_first = sleep_first
+        self.trickle = trickle
         self.requests: list[Received] = []
         self.lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -86,6 +94,9 @@ class Receiver:
             time.sleep(self.sleep_first)
         status = 500 if seen < self.fail_first else 200
         got.status = status
+        if self.trickle:
+            self.answer_slowly(handler, status)
+            return
         try:
             handler.send_response(status)
             handler.send_header("Content-Type", "text/plain")
@@ -93,6 +104,19 @@ class Receiver:
             handler.wfile.write(b"ok" if status == 200 else b"not now")
         except OSError:
             pass  # the sender went away (a killed worker)
+
+    def answer_slowly(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        body = b"ok, " * 50
+        answer = (
+            f"HTTP/1.1 {status} OK\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        for i in range(len(answer)):
+            try:
+                handler.wfile.write(answer[i : i + 1])
+            except OSError:
+                return  # the sender gave up
+            time.sleep(self.trickle)
 
     def ids(self, status: int | None = None) -> list[str]:
         with self.lock:

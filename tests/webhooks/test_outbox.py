@@ -3,6 +3,7 @@ dead-lettered, a failing subscription disabled and its owner told; SSRF checked 
 
 import logging
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -81,6 +82,27 @@ class OutboxTestCase:
         assert send(d, box) == "taken"
         assert outbox.enqueue_due(now=now) == 0
         assert outbox.enqueue_due(now=d.next_attempt_at) == 1
+
+    def test_a_receiver_that_trickles_its_answer_is_cut_off_and_retried(self) -> None:
+        # A byte every 0.1 s: each read well within WEBHOOKS_TIMEOUT_SECONDS (4 s), the whole
+        # answer (about 270 bytes) some 27 s.
+        self.settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = 1
+        r = self.start_receiver(trickle=0.1)
+        s = self.subscribe(r.url)
+        events.record("AGENT_MESSAGE", payload={})
+        [d] = fanned_out(s)
+
+        started = time.monotonic()
+        assert send(d) == "retry"
+
+        assert time.monotonic() - started < 3
+        d.refresh_from_db()
+        assert (d.status, d.attempts, d.retries) == ("pending", 1, 1)
+        assert d.last_error == "DeliveryTimeout: no whole answer within 1 s"
+        assert d.next_attempt_at is not None and d.lock_token == ""
+        [attempt] = Attempt.objects.filter(delivery=d)
+        assert not attempt.succeeded and attempt.error == d.last_error
+        assert attempt.response_ms is not None and 1000 <= attempt.response_ms < 3000
 
     def test_the_last_failure_dead_letters_and_repeated_dead_letters_disable(
         self, caplog: Any
@@ -199,3 +221,19 @@ class OutboxTestCase:
         assert message["parts"][1]["data"]["input"]["prompt"] == "Which form?"
         assert update["metadata"]["eventType"] == "INPUT_REQUIRED"
         assert old.pk  # both configs of the task were sent to
+
+    def test_an_a2a_push_receiver_that_trickles_its_answer_is_cut_off_too(self) -> None:
+        self.settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = 1
+        r = self.start_receiver(trickle=0.1)
+        agent = AgentDefinition.objects.create(name="clerk", model="scripted")
+        thread = Thread.objects.create(agent=agent)
+        PushNotificationConfig.objects.create(thread=thread, config_id="slow", url=r.url)
+        events.record("INPUT_REQUIRED", thread_id=thread.pk, payload={"prompt": "Which form?"})
+        [d] = fanned_out(push_config__isnull=False)
+
+        started = time.monotonic()
+        assert send(d) == "retry"
+
+        assert time.monotonic() - started < 3
+        d.refresh_from_db()
+        assert d.last_error == "DeliveryTimeout: no whole answer within 1 s" and d.retries == 1
