@@ -14,8 +14,7 @@ from django.utils import timezone
 
 from agents import events
 from agents.models import AgentDefinition, Event
-from webhooks import addresses, outbox
-from webhooks.fanout import QUEUED_GRACE
+from webhooks import addresses, queue
 from webhooks.models import Delivery, Notice, Subscription
 from webhooks.signing import new_secret, secret_error
 
@@ -168,7 +167,7 @@ def replay(
             next_attempt_at=now,
             finished_at=None,
             lock_token=token,
-            locked_until=now + QUEUED_GRACE,
+            locked_until=now + queue.QUEUED_GRACE,
             updated_at=now,
         )
         subscriptions = sorted(
@@ -189,7 +188,7 @@ def replay(
         if until is not None:
             payload["until"] = until.isoformat()
         events.record(Notice.REPLAYED, actor=user, payload=payload)
-        transaction.on_commit(lambda: outbox.enqueue(ids, token))
+        transaction.on_commit(lambda: queue.enqueue(ids, token))
     return len(ids)
 
 

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -25,7 +25,8 @@ from django.utils import timezone
 
 from agents.models import Event, PushNotificationConfig
 from approvals.cursor import gap_horizon, gap_settled, page_cursor
-from webhooks import a2a
+from gateway.celery import app
+from webhooks import a2a, queue
 from webhooks.models import Cursor, Delivery, Subscription
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,6 @@ CURSOR = "events"
 # Nudges from one process are coalesced: at most one fan-out task per NUDGE_DELAY, run that
 # long after the first, so a busy engine sends a few tasks a second, not one per commit.
 NUDGE_DELAY = 0.1
-# A delivery task that has not started this long after it was enqueued (a lost message, a
-# crash before the enqueue) is enqueued again by the sweep (webhooks.outbox.enqueue_due).
-QUEUED_GRACE = timedelta(seconds=60)
 
 _nudge_due = 0.0
 _nudge_lock = threading.Lock()
@@ -58,14 +56,12 @@ def nudge(**kwargs: Any) -> None:
         if now < _nudge_due:
             return
         _nudge_due = now + NUDGE_DELAY
-    from gateway.celery import app
-
     try:
         if not _receivers_known():
             # Nobody to deliver to: no task (one per commit, nearly, on a busy gateway). The
             # sweep still moves the cursor; a receiver added later gets events from then on.
             return
-        # By name, as webhooks.outbox.enqueue sends.
+        # By name, as webhooks.queue.enqueue sends.
         app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
     except Exception:
         log.warning("could not enqueue the webhooks fan-out; the sweep will run it", exc_info=True)
@@ -148,7 +144,7 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> lis
         for config in PushNotificationConfig.objects.filter(thread_id__in=threads):
             configs.setdefault(config.thread_id, []).append(config)
     made = []
-    common = {"next_attempt_at": now, "lock_token": token, "locked_until": now + QUEUED_GRACE}
+    common = {"next_attempt_at": now, "lock_token": token, "locked_until": now + queue.QUEUED_GRACE}
     for r in rows:
         for s in subscriptions:
             if s.wants(r["type"], r["thread__agent__name"], r["created_at"]):
@@ -177,8 +173,6 @@ def fan_out(now: datetime | None = None) -> tuple[int, bool]:
     """One step: the next batch of settled events gets its deliveries, and the cursor moves
     past it, in one transaction. Returns how many events it passed, and whether more may be
     read at once (a full batch)."""
-    from webhooks import outbox
-
     now = now or timezone.now()
     token = uuid.uuid4().hex
     with transaction.atomic():
@@ -191,7 +185,7 @@ def fan_out(now: datetime | None = None) -> tuple[int, bool]:
         cursor.save(update_fields=["position", "updated_at"])
         if made:
             ids = [d.pk for d in made]
-            transaction.on_commit(lambda: outbox.enqueue(ids, token))
+            transaction.on_commit(lambda: queue.enqueue(ids, token))
     return len(rows), len(rows) == BATCH and not stopped
 
 

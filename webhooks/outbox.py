@@ -21,10 +21,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents import events
-from gateway.celery import app
 from webhooks import a2a, addresses
-from webhooks.fanout import QUEUED_GRACE
 from webhooks.models import Attempt, Delivery, Notice, Subscription
+from webhooks.queue import QUEUED_GRACE, enqueue
 from webhooks.signing import signed_headers
 
 log = logging.getLogger(__name__)
@@ -33,23 +32,6 @@ D = Delivery.Status
 RESPONSE_KEPT = 500  # characters of a receiver's answer kept in the log
 ERROR_KEPT = 1000
 USER_AGENT = "approval-gateway-webhooks/1"
-
-
-def enqueue(ids: list[int], token: str) -> None:
-    """Send deliveries to the workers. The broker being away fails nothing: the rows are
-    pending, and the sweep enqueues them again once their lock (QUEUED_GRACE) has passed."""
-    for pk in ids:
-        try:
-            # By name: sending does not finalize the Celery app in a web process (whose
-            # on_after_finalize hook wants every task module imported first).
-            app.send_task("webhooks.tasks.deliver", args=(pk, token))
-        except Exception:
-            log.warning(
-                "could not enqueue %d deliveries; the sweep will enqueue them again",
-                len(ids),
-                exc_info=True,
-            )
-            return
 
 
 def _free(now: datetime) -> Q:
