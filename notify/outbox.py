@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from agents.models import Event, Suspension
 from approvals.cursor import gap_horizon, gap_settled
+from gateway.celery import app
 from notify import compose
 from notify.models import Cursor, Email, EmailOptIn
 
@@ -60,8 +61,8 @@ def deciders() -> QuerySet:
     """Active people with an address who hold every NEEDED permission (through a group or
     their own; superusers hold all)."""
     users = get_user_model().objects.filter(is_active=True).exclude(email="")
-    for app, codename in NEEDED:
-        perm = Permission.objects.filter(content_type__app_label=app, codename=codename).first()
+    for label, codename in NEEDED:
+        perm = Permission.objects.filter(content_type__app_label=label, codename=codename).first()
         holders = users.filter(
             Q(is_superuser=True) | Q(groups__permissions=perm) | Q(user_permissions=perm)
         )
@@ -169,11 +170,11 @@ def _emails_for(event: Event, now: datetime) -> list[int]:
 def enqueue(ids: Iterable[int]) -> None:
     """Queue a send task per email. A broker that is away loses nothing: the row stays
     pending, and requeue_unsent queues it again."""
-    from notify import tasks
-
     for pk in ids:
         try:
-            tasks.send_email.delay(pk)
+            # By name: notify.tasks imports this module, and sending does not finalize the
+            # Celery app in a web process (as webhooks.queue.enqueue sends).
+            app.send_task("notify.tasks.send_email", args=(pk,))
         except Exception:
             log.warning("could not queue email %s; the sweep queues it again", pk, exc_info=True)
             return
