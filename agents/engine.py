@@ -45,7 +45,7 @@ from agents.runtime.llm import (
     ScriptedProvider,
     StreamListener,
 )
-from agents.runtime.loop import Decision, Frame, Hooks, TurnAction, TurnResult, execute_turn
+from agents.runtime.loop import execute_turn
 from agents.runtime.subagents import (
     AGENT,
     AgentResolver,
@@ -55,6 +55,7 @@ from agents.runtime.subagents import (
 )
 from agents.runtime.tools import Tool, ToolRegistry
 from agents.runtime.tools import registry as default_registry
+from agents.runtime.turn import Decision, Frame, Hooks, TurnAction, TurnResult
 from agents.streaming import LiveWriter
 from gateway.compiled import Compiled, CompiledUpdate, fields, insert
 

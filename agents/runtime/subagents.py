@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.runtime.loop import COMPLETE_TOOL, Frame
 from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, ToolRegistry
 from agents.runtime.tools import registry as default_registry
+from agents.runtime.turn import Frame
 
 USE_SKILL = "use_skill"
 USE_AGENT = "use_agent"
+COMPLETE_TOOL = "complete"
 MAIN, SKILL, AGENT = "main", "skill", "agent"
 AGENT_TOOL_PREFIX = "agent__"  # agents as tools (agents.runtime.agent_tools)
 # Agent files may not list these: they are offered by the rules above.

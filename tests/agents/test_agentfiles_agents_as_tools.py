@@ -10,10 +10,11 @@ from agents.agentfiles import AgentFileError, load, parse
 from agents.models import AgentDefinition
 from agents.runtime.agent_tools import agent_of, input_text, make_tool
 from agents.runtime.llm import ScriptedProvider
-from agents.runtime.loop import Decision, Frame, TurnAction, execute_turn
+from agents.runtime.loop import execute_turn
 from agents.runtime.subagents import AgentSpec
 from agents.runtime.tools import Tool, ToolContext, ToolRegistry
 from agents.runtime.tools import registry as default_registry
+from agents.runtime.turn import Decision, Frame, TurnAction
 
 ROOT = Path(__file__).resolve().parents[2]
 

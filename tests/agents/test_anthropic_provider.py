@@ -17,8 +17,9 @@ from agents.engine import Engine
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import messages as msgs
 from agents.runtime.llm import AnthropicProvider, LLMError, LLMRequest
-from agents.runtime.loop import Decision, Frame, TurnAction, execute_turn
+from agents.runtime.loop import execute_turn
 from agents.runtime.tools import BLOCKING, Tool, ToolContext, ToolRegistry
+from agents.runtime.turn import Decision, Frame, TurnAction
 
 MODEL = "claude-opus-4-6"
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK waits what the API asks, so retries are quick

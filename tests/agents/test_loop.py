@@ -6,7 +6,7 @@ from typing import Any
 
 from agents.runtime import messages as msgs
 from agents.runtime.llm import LLMRequest, LLMResponse, ScriptedProvider
-from agents.runtime.loop import Decision, Frame, Hooks, TurnAction, execute_turn
+from agents.runtime.loop import execute_turn
 from agents.runtime.tools import (
     BLOCKING,
     INPUT,
@@ -16,6 +16,7 @@ from agents.runtime.tools import (
     ToolError,
     ToolRegistry,
 )
+from agents.runtime.turn import Decision, Frame, Hooks, TurnAction
 
 ACCOUNT = {
     "type": "object",

@@ -10,9 +10,10 @@ import pytest
 from agents.runtime import messages as msgs
 from agents.runtime import subagents
 from agents.runtime.llm import ScriptedProvider
-from agents.runtime.loop import Frame, Hooks, TurnAction, execute_turn
+from agents.runtime.loop import execute_turn
 from agents.runtime.subagents import AgentSpec, build_frame, failure_for_parent, result_for_parent
 from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, ToolRegistry
+from agents.runtime.turn import Frame, Hooks, TurnAction
 
 AGENTS = {
     "ops": AgentSpec(name="ops", tools=["lookup"], sub_agents=["writer", "research"]),

@@ -14,8 +14,9 @@ from django.utils import timezone
 from agents import actions
 from agents.chain import verify
 from agents.models import AgentDefinition, Event, Suspension, Thread
-from agents.runtime.loop import Decision, decision_result
+from agents.runtime.loop import decision_result
 from agents.runtime.tools import registry
+from agents.runtime.turn import Decision
 from tests.agents.test_decision_races import race
 from tests.approvals import state
 from tests.approvals.state import resume_url
