@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from agents import policy, versions
+from agents import rules, versions
 from agents.models import (
     AgentDefinition,
     AgentVersion,
@@ -88,10 +88,10 @@ class AgentDefinitionForm(forms.ModelForm):
         value = self.cleaned_data.get("policy")
         tools = self.cleaned_data.get("tools")
         try:
-            found = policy.check_policy(value, "policy", tools if isinstance(tools, list) else None)
-        except policy.PolicyError as e:
+            found = rules.check_policy(value, "policy", tools if isinstance(tools, list) else None)
+        except rules.PolicyError as e:
             raise forms.ValidationError(str(e).removeprefix("policy: ")) from e
-        named = policy.groups_named(found)
+        named = rules.groups_named(found)
         missing = named - set(Group.objects.filter(name__in=named).values_list("name", flat=True))
         if missing:
             raise forms.ValidationError(f"No group is named {', '.join(sorted(missing))}.")

@@ -32,7 +32,7 @@ from django.db import transaction
 
 from agents import versions
 from agents.models import AgentDefinition
-from agents.policy import PolicyError, check_policy, groups_named
+from agents.rules import PolicyError, check_policy, groups_named
 from agents.runtime import agent_tools
 from agents.runtime.ladder import build_ladder
 from agents.runtime.llm import SCRIPTED

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from agents.runtime.ladder import Ladder, build_ladder
 from agents.runtime.subagents import AgentSpec
+from agents.runtime.tools import Tool, registry
 
 
 class AgentDefinition(models.Model):
@@ -383,6 +384,13 @@ class Suspension(models.Model):
     @property
     def pending(self) -> bool:
         return self.status == self.Status.PENDING
+
+    @property
+    def registered_tool(self) -> Tool | None:
+        """The tool of this name as registered now (None when none is): a suspension made
+        before it kept its policy and presentation is decided and shown by it
+        (agents.policy.of, agents.presentation.payload)."""
+        return registry.get(self.tool_name)
 
     def outcome(self) -> dict:
         """The recorded decision, as the API reports it."""

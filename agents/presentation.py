@@ -126,9 +126,7 @@ def payload(s: Any) -> dict[str, Any]:
     kept = s.presentation or {}
     if not kept:
         # Made before suspensions kept it: the tool as registered now.
-        from agents.runtime.tools import registry
-
-        tool = registry.get(s.tool_name)
+        tool = s.registered_tool
         kept = snapshot(tool) if tool is not None else {}
     template = kept.get("summary") or ""
     edited = s.modified_args

@@ -10,6 +10,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from agents.presentation import check_reject_reasons, check_summary
+from agents.rules import PolicyError, check_keys
 from agents.runtime.ladder import Ladder, build_ladder
 from agents.runtime.time_limit import time_limit as limited
 
@@ -115,8 +117,6 @@ class Tool:
         except ValueError as e:
             raise ValueError(f"{self.name}: {e}") from e
         if self.policy is not None:
-            from agents.policy import PolicyError, check_keys
-
             try:
                 check_keys(self.policy, "policy")
             except PolicyError as e:
@@ -125,8 +125,6 @@ class Tool:
             Draft202012Validator.check_schema(self.input_schema)
         except SchemaError as e:
             raise ValueError(f"{self.name}: invalid input_schema: {e.message}") from e
-        from agents.presentation import check_reject_reasons, check_summary
-
         check_summary(self.summary, self.input_schema, self.name)
         # A list in an agent file: kept as a tuple, so the frozen tool stays hashable.
         object.__setattr__(

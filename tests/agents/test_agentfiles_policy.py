@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
-from agents import policy
+from agents import policy, rules
 from agents.agentfiles import AgentFileError, load, parse
 from agents.models import AgentDefinition
 from agents.runtime.tools import BLOCKING, Tool, ToolRegistry
@@ -155,7 +155,7 @@ class RulesTestCase:
     def test_a_rule_holds_only_on_what_it_names(
         self, rule: dict[str, Any], args: dict[str, Any], holds: bool
     ) -> None:
-        assert policy.matches(rule, args) is holds
+        assert rules.matches(rule, args) is holds
 
     def test_auto_reject_is_read_before_auto_approve(self) -> None:
         rules = {
