@@ -10,9 +10,8 @@ import functools
 import json
 import logging
 import time
-import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,12 +19,12 @@ from django.db import transaction
 from django.db.models import Exists, F, Q
 from django.utils import timezone
 
-from agents import chain, events, policy, presentation, run_status
+from agents import chain, events, policy, presentation, run_status, statements
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread, Vote
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
-from gateway.compiled import Compiled, CompiledUpdate, fields, insert
+from gateway.compiled import insert
 
 S = Suspension.Status
 
@@ -408,50 +407,7 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
     )
 
 
-# decide's locks, compiled once per process (gateway.compiled): every decision takes them.
-_LOCK_THREAD = Compiled(
-    lambda pk: (
-        Thread.objects.select_for_update().filter(pk=pk).order_by().values_list("created_by_id")[:1]
-    ),
-    uuid.UUID(int=1),
-)
-_LOCK_SUSPENSION = Compiled(
-    lambda pk: (
-        Suspension.objects.select_for_update()
-        .filter(pk=pk)
-        .order_by()
-        .values_list(*fields(Suspension))[:1]
-    ),
-    uuid.UUID(int=1),
-)
-
-
-# A pending suspension, before its deadline, approved or rejected by a person (decide).
 _DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
-_DECIDE = CompiledUpdate(
-    lambda pk, now, by, name, status, approved, reason, args: (
-        Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-        ),
-        {
-            "decided_by_id": by,
-            "decided_by_name": name,
-            "decided_at": now,
-            "status": status,
-            "approved": approved,
-            "reason": reason,
-            "modified_args": args,
-        },
-    ),
-    uuid.UUID(int=1),
-    datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC),
-    -7331,
-    "(decided by)",
-    "(status)",
-    True,
-    "(reason)",
-    {"(modified args)": 1},
-)
 
 
 def decide(
@@ -479,10 +435,10 @@ def decide(
         }
     extra: dict[str, Any] = {}
     with transaction.atomic():
-        thread = _LOCK_THREAD.rows(suspension.thread_id)  # [(created_by_id,)], or none
+        thread = statements.lock_thread(suspension.thread_id)  # [(created_by_id,)], or none
         # The suspension's row too: the votes of a quorum are counted under it, so of twenty
         # votes at once exactly the one that completes the count decides.
-        locked = next(iter(_LOCK_SUSPENSION.instances(Suspension, suspension.pk)), None)
+        locked = statements.lock_suspension(suspension.pk)
         if (
             locked is not None
             and locked.status == S.PENDING
@@ -501,7 +457,9 @@ def decide(
         if fields.keys() == _DECIDED_FIELDS and who[0] is not None:
             # The approval or rejection of a person: the same update, compiled once.
             values = (fields["status"], fields["approved"], fields["reason"])
-            won = _DECIDE.run(suspension.pk, now, *who, *values, fields["modified_args"])
+            won = statements.decide_pending(
+                suspension.pk, now, *who, *values, fields["modified_args"]
+            )
         else:
             won = (
                 Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
@@ -640,7 +598,7 @@ def _resume_if_group_done(s: Suspension, now: datetime) -> None:
     caller holds the thread's lock."""
     # One statement for the common case, a frame of the main stack: the thread is made
     # runnable if none of the group still waits.
-    if _RESUME_MAIN_STACK.run(s.thread_id, s.group, s.frame_id, now):
+    if statements.resume_main_stack(s.thread_id, s.group, s.frame_id, now):
         _enqueue(s.thread_id)
         return
     # Not the main stack's (an agent instance's frame has a lane), or still waiting: the
@@ -667,23 +625,6 @@ def _resume_if_group_done(s: Suspension, now: datetime) -> None:
     )
     if n:
         _enqueue(s.thread_id)
-
-
-# Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
-# frame on the main stack (no lane), made runnable: compiled once, as the ORM rebuilt its two
-# subqueries at every decision, a fifth of the decision POST's CPU (bench/README.md).
-_RESUME_MAIN_STACK = CompiledUpdate(
-    lambda thread, group, frame, now: (
-        Thread.objects.filter(pk=thread, status=Thread.Status.SUSPENDED)
-        .filter(~Exists(Suspension.objects.filter(group=group, status=S.PENDING)))
-        .filter(Exists(StackFrame.objects.filter(pk=frame, lane__isnull=True))),
-        {"status": Thread.Status.RUNNING, "runnable_since": now, "updated_at": now},
-    ),
-    uuid.UUID(int=1),
-    uuid.UUID(int=2),
-    -7330,
-    datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC),
-)
 
 
 def _resume_lanes(lanes: Any, now: datetime, unless: Any = None) -> None:

@@ -24,14 +24,23 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
-from agents import actions, events, policy, presentation, reminders, run_status, versions
+from agents import (
+    actions,
+    events,
+    policy,
+    presentation,
+    reminders,
+    run_status,
+    statements,
+    versions,
+)
 from agents.actions import find_agent, suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import agent_tools
@@ -56,7 +65,7 @@ from agents.runtime.subagents import (
 from agents.runtime.tools import Tool, ToolRegistry
 from agents.runtime.tools import registry as default_registry
 from agents.streaming import LiveWriter
-from gateway.compiled import Compiled, CompiledUpdate, fields, insert
+from gateway.compiled import insert
 
 log = logging.getLogger(__name__)
 
@@ -109,14 +118,14 @@ class Engine:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
         owner = uuid.uuid4().hex
         now = self.clock()
-        claimed = _CLAIM.run(thread_id, owner, self._lease_end(), now)
+        claimed = statements.claim_lease(thread_id, owner, self._lease_end(), now)
         if not claimed:
             return False
         heartbeat = Heartbeat(self, thread_id, owner)
         heartbeat.start()
         run = None
         try:
-            run = Run(self, thread_with_agent(thread_id), owner)
+            run = Run(self, statements.thread_with_agent(thread_id), owner)
             self._drive(run, thread_id)
         finally:
             heartbeat.stop()
@@ -237,159 +246,6 @@ class Heartbeat(threading.Thread):
         self.stopped.set()
 
 
-# The active frames of a thread's main stack, or of one instance's lane, by depth: read at
-# each step of every run, so compiled once per process (gateway.compiled).
-_MAIN_STACK = Compiled(
-    lambda thread: (
-        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane__isnull=True)
-        .order_by("depth")
-        .values_list(*fields(StackFrame))
-    ),
-    uuid.UUID(int=1),
-)
-_LANE_STACK = Compiled(
-    lambda thread, lane: (
-        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane_id=lane)
-        .order_by("depth")
-        .values_list(*fields(StackFrame))
-    ),
-    uuid.UUID(int=1),
-    -7331,
-)
-
-
-# The writes of every step, compiled once per process (gateway.compiled); the sentinels are
-# values no real row has. A run claims a runnable thread whose lease is free...
-_RUNNING = Thread.Status.RUNNING
-_AT = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
-_CLAIM = CompiledUpdate(
-    lambda thread, owner, until, now: (
-        Thread.objects.filter(pk=thread, status=_RUNNING).exclude(lease_expires_at__gt=now),
-        {"lease_owner": owner, "lease_expires_at": until, "runnable_since": now, "requeues": 0},
-    ),
-    uuid.UUID(int=1),
-    "(lease owner)",
-    _AT,
-    _AT + timedelta(microseconds=1),
-)
-# ...renews its lease at each checkpoint...
-_RENEW = CompiledUpdate(
-    lambda thread, owner, until: (
-        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
-        {"lease_expires_at": until},
-    ),
-    uuid.UUID(int=1),
-    "(lease owner)",
-    _AT,
-)
-# ...and ends its step with the thread's new status, giving the lease back (Run._end).
-_END = CompiledUpdate(
-    lambda thread, owner, status, result, error, now: (
-        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
-        {
-            "status": status,
-            "result": result,
-            "error": error,
-            "lease_owner": "",
-            "lease_expires_at": None,
-            "updated_at": now,
-        },
-    ),
-    uuid.UUID(int=1),
-    "(lease owner)",
-    "(status)",
-    "(result)",
-    "(error)",
-    _AT,
-)
-# The frame's checkpoint (Run._save), and the one that ends it.
-_FRAME_FIELDS = ("messages", "iteration", "input_tokens", "output_tokens", "tools_used")
-_FRAME_SENTINELS = ([{"(messages)": 1}], -7331, -7332, -7333, ["(tools used)"], _AT)
-_SAVE_FRAME = CompiledUpdate(
-    lambda frame, *values: (
-        StackFrame.objects.filter(pk=frame),
-        dict(zip((*_FRAME_FIELDS, "updated_at"), values, strict=True)),
-    ),
-    -7330,
-    *_FRAME_SENTINELS,
-)
-_SAVE_ENDED_FRAME = CompiledUpdate(
-    lambda frame, *values: (
-        StackFrame.objects.filter(pk=frame),
-        dict(zip((*_FRAME_FIELDS, "updated_at", "status", "result"), values, strict=True)),
-    ),
-    -7330,
-    *_FRAME_SENTINELS,
-    "(status)",
-    "(result)",
-)
-
-
-# A frame's suspensions for some of its tool uses, read at each step that raises or resumes
-# them: compiled once per process for each number of tool uses (a step has one, or a few).
-@functools.cache
-def _raised(uses: int) -> Compiled:
-    """The (tool_use_id, status) of the frame's suspensions for `uses` tool uses."""
-    return Compiled(
-        lambda frame, *ids: Suspension.objects.filter(
-            frame_id=frame, tool_use_id__in=ids
-        ).values_list("tool_use_id", "status"),
-        -7331,
-        *(f"(tool use {i})" for i in range(uses)),
-    )
-
-
-@functools.cache
-def _mark_resumed(n: int) -> CompiledUpdate:
-    """Suspension.objects.filter(pk__in=<n ids>, resumed_at__isnull=True)
-    .update(resumed_at=now)."""
-    return CompiledUpdate(
-        lambda now, *ids: (
-            Suspension.objects.filter(pk__in=ids, resumed_at__isnull=True),
-            {"resumed_at": now},
-        ),
-        _AT,
-        *(uuid.UUID(int=i + 1) for i in range(n)),
-    )
-
-
-@functools.cache
-def _decided(uses: int) -> Compiled:
-    """The frame's decided suspensions (whole rows) for `uses` tool uses."""
-    return Compiled(
-        lambda frame, *ids: (
-            Suspension.objects.filter(frame_id=frame, tool_use_id__in=ids)
-            .exclude(status=Suspension.Status.PENDING)
-            .values_list(*fields(Suspension))
-        ),
-        -7331,
-        *(f"(tool use {i})" for i in range(uses)),
-    )
-
-
-# The thread a run drives, with its agent: read at the start of every step.
-_THREAD_WITH_AGENT = Compiled(
-    lambda thread: Thread.objects.filter(pk=thread).values_list(
-        *fields(Thread), *(f"agent__{name}" for name in fields(AgentDefinition))
-    ),
-    uuid.UUID(int=1),
-)
-
-
-def thread_with_agent(thread_id: Any) -> Thread:
-    """Thread.objects.select_related("agent").get(pk=thread_id), through a statement compiled
-    once per process (gateway.compiled)."""
-    rows = _THREAD_WITH_AGENT.rows(thread_id)
-    if not rows:
-        raise Thread.DoesNotExist(thread_id)
-    names = fields(Thread)
-    thread = Thread.from_db("default", names, rows[0][: len(names)])
-    thread.agent = AgentDefinition.from_db(
-        "default", fields(AgentDefinition), rows[0][len(names) :]
-    )
-    return thread
-
-
 def to_runtime(row: StackFrame) -> Frame:
     return Frame(
         agent_name=row.agent_name,
@@ -436,10 +292,9 @@ class Run(Hooks):
                 self.live.close()
 
     def _stack(self) -> list[StackFrame]:
-        if self.lane is None:
-            frames = _MAIN_STACK.instances(StackFrame, self.thread.pk)
-        else:
-            frames = _LANE_STACK.instances(StackFrame, self.thread.pk, self.lane.pk)
+        frames = statements.active_stack(
+            self.thread.pk, self.lane.pk if self.lane is not None else None
+        )
         for frame in frames:
             frame.thread = self.thread  # as the related manager's rows have it
         return frames
@@ -657,7 +512,7 @@ class Run(Hooks):
                 pk=self.lane.pk, lease_owner=self.owner, status=ACTIVE
             ).update(lease_expires_at=self.engine._lease_end())
         else:
-            n = _RENEW.run(self.thread.pk, self.owner, self.engine._lease_end())
+            n = statements.renew_lease(self.thread.pk, self.owner, self.engine._lease_end())
         if not n:
             raise LeaseLost(self.thread.pk)
 
@@ -675,9 +530,9 @@ class Run(Hooks):
             values = [row.messages, row.iteration, row.input_tokens, row.output_tokens]
             values += [row.tools_used, row.updated_at]
             if extra:
-                n = _SAVE_ENDED_FRAME.run(row.pk, *values, row.status, row.result)
+                n = statements.save_ended_frame(row.pk, *values, row.status, row.result)
             else:
-                n = _SAVE_FRAME.run(row.pk, *values)
+                n = statements.save_frame(row.pk, *values)
             if not n:
                 raise DatabaseError("Save with update_fields did not affect any rows.")
         else:
@@ -697,7 +552,7 @@ class Run(Hooks):
         self.unsaved_answer = False
         if self.resumed:
             resumed = list(dict.fromkeys(self.resumed))
-            _mark_resumed(len(resumed)).run(self.engine.clock(), *resumed)
+            statements.mark_resumed(resumed, self.engine.clock())
             self.resumed = []
         events.record_many(self.buffered)
         self.buffered = []
@@ -707,7 +562,7 @@ class Run(Hooks):
         waiting = {u["id"] for u in msgs.unresolved_tool_uses(frame.messages)}
         if not waiting:
             return {}
-        decided = _decided(len(waiting)).instances(Suspension, self.row.pk, *sorted(waiting))
+        decided = statements.decided(self.row.pk, sorted(waiting))
         result = {}
         for s in decided:
             result[s.tool_use_id] = Decision(
@@ -747,7 +602,7 @@ class Run(Hooks):
             else:
                 self._renew()
             uses = list(dict.fromkeys(c.tool_use_id for c in result.blocking))
-            known = dict(_raised(len(uses)).rows(self.row.pk, *uses))
+            known = statements.raised(self.row.pk, uses)
             # Whether any of the calls waits for a person: one raised before (a retried
             # step) and still pending, or one raised now that no rule decided.
             waiting = Suspension.Status.PENDING in known.values()
@@ -1174,7 +1029,9 @@ class Run(Hooks):
         where _renew and _set_status are two; the thread's row is locked first, as
         cancel_thread and the events' chain take it."""
         now = self.engine.clock()
-        n = _END.run(self.thread.pk, self.owner, status, self.thread.result, self.thread.error, now)
+        n = statements.end_step(
+            self.thread.pk, self.owner, status, self.thread.result, self.thread.error, now
+        )
         if not n:
             raise LeaseLost(self.thread.pk)
         self.thread.status = status
