@@ -32,7 +32,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 from agents import (
-    actions,
+    dispatch,
     events,
     policy,
     presentation,
@@ -41,8 +41,9 @@ from agents import (
     statements,
     versions,
 )
-from agents.actions import find_agent, suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.payloads import suspension_payload
+from agents.replies import input_rules
 from agents.runtime import agent_tools
 from agents.runtime import messages as msgs
 from agents.runtime.llm import (
@@ -64,6 +65,7 @@ from agents.runtime.subagents import (
 )
 from agents.runtime.tools import Tool, ToolRegistry
 from agents.runtime.tools import registry as default_registry
+from agents.starting import find_agent
 from agents.streaming import LiveWriter
 from gateway.compiled import insert
 
@@ -838,7 +840,7 @@ class Run(Hooks):
                 )
             self._save(frame)
             for pk in started:
-                actions.enqueue_instance(pk)
+                dispatch.enqueue_instance(pk)
 
     def _wait_for_instances(self, frame: Frame) -> bool:
         """The frame's only calls left are running instances: it stops until the last one
@@ -931,7 +933,7 @@ class Run(Hooks):
     def _wait_for_input(self, frame: Frame, text: str) -> None:
         """The frame answered with text and no tool call: the user is asked (seed
         input-required-conversations §2), under the asking agent's input rules."""
-        rules = actions.input_rules(AgentDefinition.objects.filter(name=frame.agent_name).first())
+        rules = input_rules(AgentDefinition.objects.filter(name=frame.agent_name).first())
         now = self.engine.clock()
         expires = now + timedelta(seconds=rules.timeout) if rules.timeout else None
         with transaction.atomic():
@@ -1176,7 +1178,7 @@ def wake_parent(instance: StackFrame, now: Any) -> None:
             .update(runnable_since=now, updated_at=now)
         )
         if n:
-            actions._enqueue(instance.thread_id)
+            dispatch.enqueue_thread(instance.thread_id)
         return
     if Suspension.objects.filter(
         frame__lane_id=parent.lane_id, status=Suspension.Status.PENDING
@@ -1186,7 +1188,7 @@ def wake_parent(instance: StackFrame, now: Any) -> None:
         pk=parent.lane_id, status=ACTIVE, runnable_since__isnull=True
     ).update(runnable_since=now)
     if n:
-        actions.enqueue_instance(parent.lane_id)
+        dispatch.enqueue_instance(parent.lane_id)
 
 
 class Streaming:

@@ -2,7 +2,7 @@
 request waits, `running` again when a decision or a deadline lets an instance go on.
 
 The main stack's own suspensions set the status where they are raised (agents.engine.Run._end)
-and decided (agents.actions.decide). An agent instance stops on its own lane, beside the main
+and decided (agents.decisions.decide). An agent instance stops on its own lane, beside the main
 stack, which meanwhile waits for its instances with the thread `running`, no lease and no
 `runnable_since`: without these two transitions such a run said `running` while every frame
 of it waited for a person.

@@ -473,7 +473,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Approval gateway <gat
 # How often beat turns new events into emails and sends again those whose sending failed.
 NOTIFY_INTERVAL_SECONDS = float(os.environ.get("NOTIFY_INTERVAL_SECONDS", "1"))
 
-# Replies to an agent that waits for input (agents.actions.provide_input); an agent file may
+# Replies to an agent that waits for input (agents.replies.provide_input); an agent file may
 # set its own (input_max_chars, input_types, input_timeout, on_input_timeout).
 INPUT_MAX_CHARS = envint("INPUT_MAX_CHARS", MAX_MESSAGE_CHARS)
 INPUT_TYPES = [
