@@ -3,8 +3,8 @@
 An outside agent keeps its own loop; the gateway does the human part. Each of its runs is a
 thread of the gateway (Thread.external_run_id) with one frame that holds nothing to resume,
 and each request a suspension of that frame, made as the engine makes one for a blocking tool
-(agents.engine.Run._suspend): the same policy, deadline, reminders and events, so the inbox,
-the deadline sweeper, webhooks, emails and the audit trail treat it like any other.
+(agents.suspending): the same policy, deadline, reminders and events, so the inbox, the
+deadline sweeper, webhooks, emails and the audit trail treat it like any other.
 
 The thread stays `running` with no `runnable_since`: agents.groups resumes only `suspended`
 threads and agents.deadlines.requeue_stalled only those with a runnable_since, so no worker
