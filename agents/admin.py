@@ -25,9 +25,10 @@ from agents.runtime import ladder
 
 class ViewOnly:
     """A model admin (or inline) that shows rows and changes none, for everyone, superusers
-    included: a thread, frame, suspension or event changes only through agents.actions and the
-    engine, which write the Event that is the audit trail; an edit here would write none. (A
-    decision goes through the API, so it is conditional, audited and resumes the thread.)"""
+    included: a thread, frame, suspension or event changes only through the actions
+    (agents.starting, agents.decisions, ...) and the engine, which write the Event that is
+    the audit trail; an edit here would write none. (A decision goes through the API, so it
+    is conditional, audited and resumes the thread.)"""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

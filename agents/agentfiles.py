@@ -183,9 +183,9 @@ def parse(
 
 
 def _input_rules(spec: dict[str, Any], where: str) -> dict[str, Any]:
-    """The replies this agent accepts when it waits for input (agents.actions.input_rules);
+    """The replies this agent accepts when it waits for input (agents.replies.input_rules);
     what is left out follows the settings."""
-    from agents.actions import INPUT_TYPES
+    from agents.replies import INPUT_TYPES
 
     found: dict[str, Any] = {
         "input_max_chars": None,

@@ -11,7 +11,12 @@ class AgentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents import checks, demo_tools  # noqa: F401 - registering is the import
+        # The Celery tasks, registered in every process: agents.dispatch sends them by name.
+        from agents import (  # noqa: F401 - registering is the import
+            checks,
+            demo_tools,
+            tasks,  # noqa: F401
+        )
         from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
 
         # The deployment's own tools: modules that register tools when imported.

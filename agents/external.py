@@ -3,13 +3,14 @@
 An outside agent keeps its own loop; the gateway does the human part. Each of its runs is a
 thread of the gateway (Thread.external_run_id) with one frame that holds nothing to resume,
 and each request a suspension of that frame, made as the engine makes one for a blocking tool
-(agents.engine.Run._suspend): the same policy, deadline, reminders and events, so the inbox,
-the deadline sweeper, webhooks, emails and the audit trail treat it like any other.
+(agents.suspending): the same policy, deadline, reminders and events, so the inbox, the
+deadline sweeper, webhooks, emails and the audit trail treat it like any other.
 
-The thread stays `running` with no `runnable_since`: agents.actions resumes only `suspended`
-threads and agents.actions.requeue_stalled only those with a runnable_since, so no worker ever
-takes it. A decision is recorded by agents.actions.decide (the one door for decisions) and read
-back by the outside agent; when the agent that asked first reads it, AGENT_RESUMED says so.
+The thread stays `running` with no `runnable_since`: agents.groups resumes only `suspended`
+threads and agents.deadlines.requeue_stalled only those with a runnable_since, so no worker
+ever takes it. A decision is recorded by agents.decisions.decide (the one door for decisions)
+and read back by the outside agent; when the agent that asked first reads it, AGENT_RESUMED
+says so.
 """
 
 import uuid
@@ -21,9 +22,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events, policy, presentation, reminders
-from agents.actions import suspension_payload
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.payloads import suspension_payload
 from agents.runtime.tools import BLOCKING, Tool
 
 # An outside agent's frame: no model of the gateway runs it.

@@ -125,10 +125,10 @@ class Thread(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # How often the sweeper has enqueued the thread again since a worker last took it: each
     # re-enqueue waits twice as long, so a long queue is not flooded with duplicates
-    # (agents.actions.requeue_stalled).
+    # (agents.deadlines.requeue_stalled).
     requeues = models.PositiveIntegerField(default=0)
     # When the thread last became runnable: the sweeper re-enqueues a runnable thread that no
-    # worker has picked up for STALLED_AFTER_SECONDS (agents.engine.requeue_stalled).
+    # worker has picked up for STALLED_AFTER_SECONDS (agents.deadlines.requeue_stalled).
     runnable_since = models.DateTimeField(null=True, blank=True)
     # The worker holding the thread, and until when (invariant 3: one worker at a time).
     lease_owner = models.CharField(max_length=64, blank=True)
@@ -154,13 +154,13 @@ class Thread(models.Model):
             )
         ]
         indexes = [
-            # agents.engine.requeue_stalled: runnable threads, oldest first.
+            # agents.deadlines.requeue_stalled: runnable threads, oldest first.
             models.Index(
                 fields=["runnable_since"],
                 name="thread_runnable_idx",
                 condition=Q(status="running"),
             ),
-            # agents.actions.expire_inputs: threads whose wait for input has run out.
+            # agents.replies.expire_inputs: threads whose wait for input has run out.
             models.Index(
                 fields=["input_expires_at"],
                 name="thread_input_due_idx",
@@ -233,7 +233,7 @@ class StackFrame(models.Model):
         ordering = ["thread", "depth", "id"]
         indexes = [
             models.Index(fields=["thread", "status", "depth"], name="frame_stack_idx"),
-            # agents.actions.requeue_stalled: runnable instances, oldest first.
+            # agents.deadlines.requeue_stalled: runnable instances, oldest first.
             models.Index(
                 fields=["runnable_since"],
                 name="frame_runnable_idx",
@@ -323,7 +323,7 @@ class Suspension(models.Model):
     escalated_at = models.DateTimeField(null=True, blank=True)
     # When the sweeper next has a step of the ladder to apply (None: no step left).
     next_step_at = models.DateTimeField(null=True, blank=True)
-    # A reviewer may move the deadline once (agents.actions.extend).
+    # A reviewer may move the deadline once (agents.reminders.extend).
     extended_at = models.DateTimeField(null=True, blank=True)
     extended_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
@@ -338,7 +338,7 @@ class Suspension(models.Model):
     # when the call was made (agents.presentation): its description, summary template, what
     # approving does, and the reasons offered for a rejection.
     presentation = models.JSONField(default=dict, blank=True)
-    # A reviewer dismissed it from the inbox without deciding (agents.actions.ignore): it stays
+    # A reviewer dismissed it from the inbox without deciding (agents.decisions.ignore): it stays
     # pending, and its deadline still applies.
     ignored_at = models.DateTimeField(null=True, blank=True)
     ignored_by = models.ForeignKey(
@@ -364,12 +364,12 @@ class Suspension(models.Model):
                 name="suspension_pending_idx",
                 condition=Q(status="pending"),
             ),
-            # agents.engine.expire_overdue: pending ones past their deadline.
+            # agents.deadlines.expire_overdue: pending ones past their deadline.
             models.Index(
                 fields=["expires_at"], name="suspension_overdue_idx", condition=Q(status="pending")
             ),
             models.Index(fields=["thread", "created_at"], name="suspension_thread_idx"),
-            # agents.actions.apply_ladder_steps: pending ones with a reminder or escalation due.
+            # agents.reminders.apply_ladder_steps: pending ones with a reminder or escalation due.
             models.Index(
                 fields=["next_step_at"],
                 name="suspension_step_due_idx",

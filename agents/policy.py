@@ -5,7 +5,7 @@ built in layers, each key replacing the one below: the defaults, the tool's own
 (agents.runtime.tools.Tool.policy), the agent's (AgentDefinition.policy), and the agent's for
 that tool (AgentDefinition.policy["tools"][name]). The suspension keeps it (Suspension.policy)
 so a reload of the agent file does not change who may decide a request already shown. `check`
-is the one function every path that decides calls (agents.actions.decide).
+is the one function every path that decides calls (agents.decisions.decide).
 """
 
 from dataclasses import dataclass, field

@@ -122,7 +122,7 @@ def asker(lineage: str, agent: str) -> str:
 
 
 def payload(s: Any) -> dict[str, Any]:
-    """The card's explanation of a suspension (agents.actions.suspension_payload)."""
+    """The card's explanation of a suspension (agents.payloads.suspension_payload)."""
     kept = s.presentation or {}
     if not kept:
         # Made before suspensions kept it: the tool as registered now.

@@ -6,7 +6,7 @@ steps that have fallen due (apply_ladder_steps); each is a conditional update un
 thread's lock, so two sweepers apply it once, and each writes its event in the same
 transaction: SUSPENSION_REMINDER, SUSPENSION_ESCALATED. Outward channels (email in notify/,
 webhooks) read those events; nothing here sends anything. An ignored suspension gets no more
-steps (agents.actions.ignore); its deadline still applies.
+steps (agents.decisions.ignore); its deadline still applies.
 """
 
 import logging
@@ -18,8 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events
-from agents.actions import expire_overdue, ladder_payload
+from agents.deadlines import expire_overdue
 from agents.models import AgentDefinition, Event, Suspension, Thread
+from agents.payloads import ladder_payload
 from agents.runtime import ladder
 from agents.runtime.ladder import Ladder
 
@@ -62,7 +63,7 @@ def ladder_fields(steps: Ladder, expires_at: datetime, now: datetime) -> dict[st
 
 def _lock_threads(thread_ids: set[Any]) -> None:
     """The threads' locks in one order: every change to a suspension takes its thread's
-    lock first (agents.actions)."""
+    lock first (agents.decisions, agents.deadlines)."""
     list(
         Thread.objects.select_for_update()
         .filter(pk__in=sorted(thread_ids))
@@ -81,7 +82,7 @@ def apply_ladder_steps(now: datetime | None = None, limit: int = 500) -> int:
     A sweeper that was away and finds several reminders of one suspension due sends the
     latest only (its event counts the ones it skipped)."""
     now = now or timezone.now()
-    # Ignored ones are closed for people (agents.actions.ignore clears their next step; this
+    # Ignored ones are closed for people (agents.decisions.ignore clears their next step; this
     # keeps it so for rows ignored before it did, and for an extension after the ignore).
     rows = Suspension.objects.filter(
         status=S.PENDING, next_step_at__lte=now, ignored_at__isnull=True
@@ -196,7 +197,7 @@ def extend(
 
     Reminders still ahead of the new deadline go out at their times before it; an escalation
     that happened stays. Raises NotPending or AlreadyExtended, changing nothing (but a
-    deadline found passed is applied first, as a decision would find it: agents.actions.decide).
+    deadline found passed is applied first, as a decision would find it: agents.decisions.decide).
     """
     if seconds < 1:
         raise ValueError("seconds must be positive")

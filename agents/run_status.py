@@ -1,11 +1,11 @@
 """A run's status while its agent instances wait: `suspended` once nothing of it works and a
 request waits, `running` again when a decision or a deadline lets an instance go on.
 
-The main stack's own suspensions set the status where they are raised (agents.engine.Run._end)
-and decided (agents.actions.decide). An agent instance stops on its own lane, beside the main
-stack, which meanwhile waits for its instances with the thread `running`, no lease and no
-`runnable_since`: without these two transitions such a run said `running` while every frame
-of it waited for a person.
+The main stack's own suspensions set the status where they are raised (agents.suspending,
+through Checkpoints._end) and decided (agents.decisions.decide). An agent instance stops on
+its own lane, beside the main stack, which meanwhile waits for its instances with the thread
+`running`, no lease and no `runnable_since`: without these two transitions such a run said
+`running` while every frame of it waited for a person.
 
 Both are called with the thread's row locked, as every step that starts or stops a frame
 takes it first, so of two instances stopping at once the second sees the first stopped.
@@ -67,7 +67,7 @@ def settle(thread_id: Any, now: datetime) -> bool:
 def lanes_resumed(thread_ids: list[Any], now: datetime) -> None:
     """Agent instances of these runs work again: a suspended run among them is running again,
     with THREAD_RESUMED. Its main stack still waits for its instances (the last one to finish
-    wakes it, agents.engine.wake_parent), so it is not made runnable here."""
+    wakes it, agents.instances.wake_parent), so it is not made runnable here."""
     resumed = list(
         Thread.objects.filter(pk__in=set(thread_ids), status=Thread.Status.SUSPENDED)
         .order_by("pk")

@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from agents import actions, reminders
+from agents import deadlines, reminders, replies
 from agents.engine import engine
 
 log = logging.getLogger(__name__)
@@ -17,7 +17,7 @@ TASK_OPTIONS = {
     "reject_on_worker_lost": True,
     "ignore_result": True,
     # A busy SQLite file, a dropped database connection, a cancelled statement, a lock
-    # timeout or a deadlock (agents.engine.Run.reraises): the step is tried again; what was
+    # timeout or a deadlock (agents.runs.Run.reraises): the step is tried again; what was
     # saved before it is not run again.
     "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": 0.2,
@@ -58,14 +58,14 @@ def sweep() -> dict[str, int]:
     expires_at stays the truth (invariant 4): if that task is lost, the next sweep applies it.
     """
     found = {
-        "timed_out": actions.expire_all_overdue(),
+        "timed_out": deadlines.expire_all_overdue(),
         # After the deadlines: a suspension whose deadline has passed gets no reminder.
         "ladder_steps": reminders.apply_ladder_steps(),
-        "inputs_timed_out": actions.expire_inputs(),
-        "requeued": actions.requeue_stalled(),
+        "inputs_timed_out": replies.expire_inputs(),
+        "requeued": deadlines.requeue_stalled(),
     }
     interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
-    for pk, expires_at in actions.due_soon(within=interval):
+    for pk, expires_at in deadlines.due_soon(within=interval):
         expire_suspension.apply_async((str(pk),), eta=expires_at + EXPIRY_MARGIN)
     if any(found.values()):
         log.info("sweep: %s", found)
@@ -75,4 +75,4 @@ def sweep() -> dict[str, int]:
 @shared_task(ignore_result=True, expires=60)
 def expire_suspension(suspension_id: str) -> int:
     """Apply one suspension's deadline, if it has passed and nobody decided first."""
-    return actions.expire_overdue(only=suspension_id)
+    return deadlines.expire_overdue(only=suspension_id)

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.db.models import Max, Q, Sum
 from django.http import HttpRequest, JsonResponse
 
-from agents import actions, policy, versions
-from agents.actions import suspension_payload
+from agents import cancelling, decisions, policy, replies, starting, versions
 from agents.models import AgentDefinition, Event, LiveText, StackFrame, Suspension, Thread
+from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
 from approvals import admission, ratelimits, scopes
@@ -305,7 +305,7 @@ def threads(request: HttpRequest) -> JsonResponse:
         return _bad(e)
     try:
         with admission.admitted(agent):
-            thread = actions.start_thread(agent, message, request.user)
+            thread = starting.start_thread(agent, message, request.user)
     except ratelimits.Limited as e:
         return ratelimits.too_many(e)
     return JsonResponse(thread_payload(thread), status=201)
@@ -399,9 +399,9 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
             # application/json input: an object, checked against the agent's input rules.
             if "text" in data:
                 raise BadRequest("Send text or data, not both.", {"data": "Send one of them."})
-            kind = actions.JSON
+            kind = replies.JSON
         else:
-            kind = actions.TEXT
+            kind = replies.TEXT
             if not isinstance(text, str) or not text.strip():
                 raise BadRequest("The message is empty.", {"text": "Write a message."})
             if too_long := text_too_long(text, settings.MAX_MESSAGE_CHARS):
@@ -409,12 +409,12 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     except BadRequest as e:
         return _bad(e)
     try:
-        thread = actions.provide_input(
+        thread = replies.provide_input(
             thread.pk, request.user, text=text, data=value, content_type=kind
         )
-    except actions.BadInput as e:
+    except replies.BadInput as e:
         return _bad(BadRequest(str(e), {e.field: str(e)}))
-    except actions.NotWaiting as e:
+    except replies.NotWaiting as e:
         return error(
             409,
             "not_waiting_for_input",
@@ -439,8 +439,8 @@ def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
     if not scopes.may_steer(request.user, thread):
         return scopes.insufficient(Scope.DECIDE, STEER_OTHERS)
     try:
-        thread = actions.cancel_thread(thread.pk, request.user)
-    except actions.AlreadyFinished as e:
+        thread = cancelling.cancel_thread(thread.pk, request.user)
+    except cancelling.AlreadyFinished as e:
         return error(
             409,
             "already_finished",
@@ -746,7 +746,7 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         if not s.pending:
             # A repeat of the recorded decision is answered with it; anything else conflicts.
             decision = parse_decision(s, data)
-            return _outcome(s, 200 if actions.same_decision(s, decision) else 409)
+            return _outcome(s, 200 if decisions.same_decision(s, decision) else 409)
         decision = parse_decision(s, data)
         versions.check(s, decision)
     except BadRequest as e:
@@ -757,9 +757,9 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         )
     try:
         if decision.get("ignore"):
-            return _ignored(actions.ignore(s, request.user))
-        decided = actions.decide(s, request.user, decision)
-    except actions.Refused as e:
+            return _ignored(decisions.ignore(s, request.user))
+        decided = decisions.decide(s, request.user, decision)
+    except policy.Refused as e:
         # The policy the request was made under (agents.policy): who may not decide it, why.
         return error(403, "forbidden_by_policy", e.detail, rule=e.rule)
     if decided.votes is not None:
@@ -769,11 +769,11 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     if decided.created:
         return _outcome(decided.suspension, 202)
     return _outcome(
-        decided.suspension, 200 if actions.same_decision(decided.suspension, decision) else 409
+        decided.suspension, 200 if decisions.same_decision(decided.suspension, decision) else 409
     )
 
 
-def _ignored(done: actions.Decided) -> JsonResponse:
+def _ignored(done: decisions.Decided) -> JsonResponse:
     """An ignore: 202 when this call dismissed it, 200 when it already was; 409 with the
     outcome when it was decided first (or its deadline passed)."""
     s = done.suspension

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from agents import reminders
-from agents.actions import extension_payload, suspension_payload
 from agents.models import Suspension
+from agents.payloads import extension_payload, suspension_payload
 from approvals.auth import api
 from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long
 from approvals.models import Scope

@@ -10,9 +10,9 @@ from django.db.models import F, Max
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from agents import actions, policy, versions
-from agents.actions import suspension_payload
+from agents import policy, starting, versions
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.payloads import suspension_payload
 from agents.runtime.tools import registry as tool_registry
 from approvals import admission, excerpt, ratelimits
 from approvals.api import thread_instances, thread_usage
@@ -534,7 +534,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
         try:
             ratelimits.hit(ratelimits.RUNS, request.user)
             with admission.admitted(agent):
-                thread = actions.start_thread(agent, form.cleaned_data["message"], request.user)
+                thread = starting.start_thread(agent, form.cleaned_data["message"], request.user)
         except ratelimits.Limited as e:
             form.add_error(None, e.detail)
             response = render(

@@ -417,7 +417,7 @@ ANTHROPIC_TIMEOUT = envint("ANTHROPIC_TIMEOUT", 120)
 AGENT_MAX_TOKENS = envint("AGENT_MAX_TOKENS", 4096)
 # A worker's hold on a thread lasts this long unless renewed; a heartbeat renews it every third
 # of it while the worker is alive, so a dead worker's threads are taken over within seconds
-# (invariant 3; agents.engine.Heartbeat).
+# (invariant 3; agents.leases.Heartbeat).
 THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 # A thread that should run but has not been picked up for this long is enqueued again.
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
@@ -473,7 +473,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Approval gateway <gat
 # How often beat turns new events into emails and sends again those whose sending failed.
 NOTIFY_INTERVAL_SECONDS = float(os.environ.get("NOTIFY_INTERVAL_SECONDS", "1"))
 
-# Replies to an agent that waits for input (agents.actions.provide_input); an agent file may
+# Replies to an agent that waits for input (agents.replies.provide_input); an agent file may
 # set its own (input_max_chars, input_types, input_timeout, on_input_timeout).
 INPUT_MAX_CHARS = envint("INPUT_MAX_CHARS", MAX_MESSAGE_CHARS)
 INPUT_TYPES = [

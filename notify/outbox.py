@@ -209,7 +209,7 @@ def send(pk: int, now: datetime | None = None) -> bool:
         return False
     email = Email.objects.get(pk=pk)
     # Nothing left for a person to decide: every request of the group was decided, or was
-    # ignored (closed for people, agents.actions.ignore) after the email was made.
+    # ignored (closed for people, agents.decisions.ignore) after the email was made.
     open_requests = Suspension.objects.filter(
         group=email.group, status=Suspension.Status.PENDING, ignored_at__isnull=True
     )

@@ -8,7 +8,7 @@ An agent file writes a ladder as
 
 Reminders go out earliest first (the longest duration first), so step N of the ladder is the
 N-th reminder to go out. Everything is stored in seconds before the deadline, so a deadline
-moved by an extension moves every step with it (agents.actions.extend).
+moved by an extension moves every step with it (agents.reminders.extend).
 """
 
 import re

@@ -4,7 +4,7 @@ The child takes over the conversation: the user talks to it until it calls `comp
 and the result becomes its parent's tool_result for the `use_skill`/`use_agent` call that
 started it (see seeds/interactive-agents-stack.md). This module stays free of the database: it
 looks agents up through an `AgentResolver` the caller hands to `execute_turn(agents=...)`,
-which reaches the tools as `ToolContext.agents` (the engine passes `actions.find_agent`).
+which reaches the tools as `ToolContext.agents` (the engine passes `agents.starting.find_agent`).
 
 Which frame gets which of these tools is decided here, not in agent files:
 - `use_skill` and `use_agent` go to every agent that has `sub_agents`, except that a skill

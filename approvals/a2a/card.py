@@ -22,8 +22,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from agents.actions import input_rules
 from agents.models import AgentDefinition
+from agents.replies import input_rules
 from approvals.a2a.mapping import JSON, TEXT
 
 ENDPOINT = "/a2a"

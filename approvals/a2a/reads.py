@@ -21,8 +21,8 @@ from a2a.types import (
 from django.db import connection, transaction
 from django.db.models import Exists, Max, OuterRef, Q, QuerySet
 
-from agents.actions import suspension_payload
 from agents.models import Event, Suspension, Thread
+from agents.payloads import suspension_payload
 from approvals import scopes
 from approvals.a2a import mapping
 from approvals.a2a.access import VIEW, find_thread, invalid, require, require_scope, see

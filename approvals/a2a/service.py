@@ -27,7 +27,8 @@ from a2a.types import (
 from django.conf import settings
 from google.protobuf import json_format
 
-from agents import actions, policy, versions
+from agents import cancelling, policy, replies, starting, versions
+from agents.decisions import decide, ignore, same_decision
 from agents.models import AgentDefinition, Suspension, Thread
 from approvals import admission, ratelimits
 from approvals.a2a import mapping, push
@@ -145,7 +146,7 @@ def _start(user: Any, request: SendMessageRequest, parts: Parts) -> str:
         where = "configuration.taskPushNotificationConfig"
         fields = push.checked(config.task_push_notification_config, where)
     with admission.admitted(agent):  # the pending cap: Limited, as over REST
-        thread = actions.start_thread(agent, text, user)
+        thread = starting.start_thread(agent, text, user)
         if fields is not None:
             push.store(user, thread, fields)
     return str(thread.pk)
@@ -200,14 +201,14 @@ def _reply(user: Any, thread: Thread, parts: Parts) -> None:
         raise invalid("Reply with text parts, or with one data part.", "message.parts")
     try:
         if parts.data:
-            actions.provide_input(thread.pk, user, data=parts.data[0][1], content_type=mapping.JSON)
+            replies.provide_input(thread.pk, user, data=parts.data[0][1], content_type=mapping.JSON)
         else:
-            actions.provide_input(thread.pk, user, text=parts.text(), content_type=mapping.TEXT)
-    except actions.BadInput as e:
+            replies.provide_input(thread.pk, user, text=parts.text(), content_type=mapping.TEXT)
+    except replies.BadInput as e:
         if e.field == "type":
             raise ContentTypeNotSupportedError(str(e)) from e
         raise invalid(str(e), "message.parts") from e
-    except actions.NotWaiting as e:
+    except replies.NotWaiting as e:
         raise UnsupportedOperationError(
             f"The task is no longer waiting for input ({e.args[0]})."
         ) from e
@@ -280,20 +281,20 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
         checked.append((s, decision))
     for s, decision in checked:
         if not s.pending:
-            if actions.same_decision(s, decision):
+            if same_decision(s, decision):
                 continue
             raise conflict(s)
         try:
             if decision.get("ignore"):
                 # Dismissed without deciding (agents.actions.ignore): the task still waits.
-                done = actions.ignore(s, user)
+                done = ignore(s, user)
                 if not done.suspension.pending:
                     raise conflict(done.suspension)
                 continue
-            decided = actions.decide(s, user, decision)
+            decided = decide(s, user, decision)
         except policy.Refused as e:
             raise Denied(403, e.detail) from e
-        if not decided.created and not actions.same_decision(decided.suspension, decision):
+        if not decided.created and not same_decision(decided.suspension, decision):
             raise conflict(decided.suspension)
 
 
@@ -326,8 +327,8 @@ def cancel(user: Any, task_id: str) -> Task:
     thread = find_thread(task_id)
     steer(user, thread, "cancel tasks")
     try:
-        actions.cancel_thread(thread.pk, user)
-    except actions.AlreadyFinished as e:
+        cancelling.cancel_thread(thread.pk, user)
+    except cancelling.AlreadyFinished as e:
         name = TaskState.Name(mapping.ENDED[e.args[0]])
         raise TaskNotCancelableError(f"The task has already ended ({name}).") from e
     return snapshot(task_id).task

@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from google.protobuf import json_format
 
-from agents import actions, events
+from agents import decisions, events
 from agents.models import Event, Suspension, Thread
 from approvals import tokens
 from approvals.models import ApiToken
@@ -122,7 +122,7 @@ class StreamTestCase:
             async with gateway.client(streaming=True) as client:
                 stream = client.subscribe(SubscribeToTaskRequest(id=task_id))
                 got = [await anext(stream)]
-                await db(lambda: actions.decide(s, users["teammate"], {"approved": True}))
+                await db(lambda: decisions.decide(s, users["teammate"], {"approved": True}))
                 got += [r async for r in stream]
                 return got
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agents import actions
+from agents import deadlines, decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 from agents.runtime import messages as msgs
@@ -85,7 +85,7 @@ class InstanceErrorsTestCase:
             ],
             ["fine", "failing", "looping", "buggy"],
         )
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         run_batch(Engine(provider=provider), thread)
 
         assert thread.status == Thread.Status.COMPLETED, thread.error
@@ -123,7 +123,7 @@ class InstanceErrorsTestCase:
             ],
             ["fine"],
         )
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         assert Engine().advance(thread.pk) is True
         given = [msgs.text_of(f.messages[0]["content"]) for f in instances(thread)]
         assert given[0] == "plain words"
@@ -139,7 +139,7 @@ class InstanceBookkeepingTestCase:
     def test_a_duplicate_delivery_finds_nothing_to_do(self, users: Any) -> None:
         define(**OK_CHILD)
         boss = parent([{"name": "agent__fine", "input": {"text": "a"}}], ["fine"])
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         engine = Engine()
         assert engine.advance(thread.pk) is True
         (child,) = instances(thread)
@@ -169,7 +169,7 @@ class InstanceBookkeepingTestCase:
             tools=["pause"],
         )
         boss = parent([{"name": "agent__worker_bee", "input": {"text": "a"}}], ["worker_bee"])
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         run_batch(Engine(), thread)
         (child,) = instances(thread)
         assert child.tools_used == ["pause"]
@@ -215,7 +215,7 @@ class InstanceSuspensionsTestCase:
             ],
             ["fine", "payer"],
         )
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         engine = Engine()
         engine.advance(thread.pk)
         fine, payer = instances(thread)
@@ -228,7 +228,7 @@ class InstanceSuspensionsTestCase:
         thread.refresh_from_db()
         # Nothing works: fine[1] ended, payer[2] waits, and so the run is suspended.
         assert thread.status == "suspended" and thread.runnable_since is None
-        assert actions.expire_overdue(now=timezone.now() + timedelta(seconds=5)) == 1
+        assert deadlines.expire_overdue(now=timezone.now() + timedelta(seconds=5)) == 1
         payer.refresh_from_db()
         assert payer.runnable_since is not None  # the deadline made the instance runnable
         thread.refresh_from_db()
@@ -248,17 +248,17 @@ class InstanceSuspensionsTestCase:
             tools=["transfer_funds"],
         )
         boss = parent([{"name": "agent__payer", "input": {"text": "pay"}}], ["payer"])
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         engine = Engine()
         engine.advance(thread.pk)
         (payer,) = instances(thread)
         engine.advance_instance(payer.pk)
         first, second = payer.suspensions.order_by("created_at")
         assert first.group == second.group
-        actions.decide(first, users["reviewer"], {"approved": True})
+        decisions.decide(first, users["reviewer"], {"approved": True})
         payer.refresh_from_db()
         assert payer.runnable_since is None  # half a group decided: still waiting
-        actions.decide(second, users["reviewer"], {"approved": False, "reason": "no"})
+        decisions.decide(second, users["reviewer"], {"approved": False, "reason": "no"})
         payer.refresh_from_db()
         assert payer.runnable_since is not None
         assert engine.advance_instance(payer.pk) is True
@@ -286,7 +286,7 @@ class InstanceSuspensionsTestCase:
             sub_agents=["helper"],
         )
         boss = parent([{"name": "agent__manager", "input": {"text": "go"}}], ["manager"])
-        thread = actions.start_thread(boss, "go", users["operator"])
+        thread = starting.start_thread(boss, "go", users["operator"])
         engine = Engine()
         engine.advance(thread.pk)
         (manager,) = instances(thread)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from agents import actions
+from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime import messages as msgs
@@ -510,7 +510,7 @@ class EngineTestCase:
             error(500, "api_error", "Internal server error", FAST_RETRY),
         )
         engine = Engine(provider=lambda frame: api.provider())
-        thread = actions.start_thread(claude_agent, "Check ACC-7", operator)
+        thread = starting.start_thread(claude_agent, "Check ACC-7", operator)
 
         assert engine.advance(thread.id) is True
 
@@ -545,7 +545,7 @@ class EngineTestCase:
         self, claude_agent: AgentDefinition, operator: Any, settings: Any
     ) -> None:
         settings.ANTHROPIC_API_KEY = ""
-        thread = actions.start_thread(claude_agent, "Check ACC-7", operator)
+        thread = starting.start_thread(claude_agent, "Check ACC-7", operator)
 
         assert Engine().advance(thread.id) is True
 
@@ -578,7 +578,7 @@ class EngineTestCase:
             message([text("Paid.")], "end_turn"),
         )
         engine = Engine(provider=lambda frame: api.provider())
-        thread = actions.start_thread(claude_agent, "Pay invoice 7", operator)
+        thread = starting.start_thread(claude_agent, "Pay invoice 7", operator)
 
         engine.advance(thread.id)
 
@@ -591,7 +591,7 @@ class EngineTestCase:
             "Paying the invoice.",
         )
 
-        actions.decide(
+        decisions.decide(
             suspension,
             users["reviewer"],  # a reviewer, not who started the run (four eyes)
             {

@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from agents import actions
+from agents import cancelling, deadlines, decisions, dispatch, replies, starting
 from agents.models import Event, Suspension, Thread
 from tests.approvals import state
 
@@ -20,11 +20,11 @@ class Rollback(Exception):
 
 
 def enqueued(callbacks: list[Callable[[], Any]]) -> list[tuple[str, tuple]]:
-    """The Celery sends waiting for commit: actions._enqueue registers partial(send, task, ...)."""
+    """The Celery sends waiting for commit: agents.dispatch registers partial(send, task, ...)."""
     return [
         (cb.args[0].name, cb.args[1:])
         for cb in callbacks
-        if isinstance(cb, functools.partial) and cb.func is actions.send
+        if isinstance(cb, functools.partial) and cb.func is dispatch.send
     ]
 
 
@@ -38,7 +38,7 @@ class CommitBoundaryTestCase:
 
     def test_a_decision_and_its_event_commit_together_then_the_resume_is_sent(self) -> None:
         with self.capture() as callbacks:
-            decided = actions.decide(self.s, self.alice, {"approved": True})
+            decided = decisions.decide(self.s, self.alice, {"approved": True})
             # Written in the caller's transaction; the send waits for that transaction's commit.
             assert decided.created
             assert Event.objects.filter(suspension=self.s, type="SUSPENSION_DECIDED").exists()
@@ -48,7 +48,7 @@ class CommitBoundaryTestCase:
 
     def test_a_rolled_back_decision_leaves_no_decision_no_event_and_sends_nothing(self) -> None:
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            actions.decide(self.s, self.alice, {"approved": True})
+            decisions.decide(self.s, self.alice, {"approved": True})
             raise Rollback
         assert callbacks == []
         self.s.refresh_from_db()
@@ -56,12 +56,12 @@ class CommitBoundaryTestCase:
         assert not Event.objects.filter(type="SUSPENSION_DECIDED").exists()
         assert Thread.objects.get(pk=self.thread.pk).status == Thread.Status.SUSPENDED
         # Nothing of the undone attempt stands in the way of the real decision.
-        assert actions.decide(self.s, self.alice, {"approved": False}).created
+        assert decisions.decide(self.s, self.alice, {"approved": False}).created
 
     def test_a_rolled_back_timeout_leaves_the_suspension_pending(self) -> None:
         later = timezone.now() + timedelta(hours=1)
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            assert actions.expire_overdue(now=later) == 1
+            assert deadlines.expire_overdue(now=later) == 1
             raise Rollback
         assert callbacks == []
         self.s.refresh_from_db()
@@ -69,13 +69,13 @@ class CommitBoundaryTestCase:
         assert not Event.objects.filter(type="SUSPENSION_TIMEOUT").exists()
 
         with self.capture() as callbacks:
-            assert actions.expire_overdue(now=later) == 1
+            assert deadlines.expire_overdue(now=later) == 1
         assert enqueued(callbacks) == [("agents.tasks.resume_thread", (str(self.thread.pk),))]
         assert Event.objects.filter(suspension=self.s, type="SUSPENSION_TIMEOUT").count() == 1
 
     def test_a_rolled_back_cancel_changes_nothing(self) -> None:
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            actions.cancel_thread(self.thread.pk, self.alice)
+            cancelling.cancel_thread(self.thread.pk, self.alice)
             raise Rollback
         assert callbacks == []
         self.s.refresh_from_db()
@@ -87,21 +87,21 @@ class CommitBoundaryTestCase:
     def test_a_start_is_sent_only_when_the_thread_is_committed(self) -> None:
         agent = state.agent("payer")
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            actions.start_thread(agent, "go", self.operator)
+            starting.start_thread(agent, "go", self.operator)
             raise Rollback
         assert callbacks == []
         assert Thread.objects.count() == 1  # only the one made by setup
         assert not Event.objects.filter(type="THREAD_STARTED").exists()
 
         with self.capture() as callbacks:
-            thread = actions.start_thread(agent, "go", self.operator)
+            thread = starting.start_thread(agent, "go", self.operator)
         assert enqueued(callbacks) == [("agents.tasks.start_thread", (str(thread.pk),))]
         assert Event.objects.filter(thread=thread, type="THREAD_STARTED").count() == 1
 
     def test_a_message_is_sent_only_when_committed(self) -> None:
         waiting = state.thread(self.alice, status=Thread.Status.WAITING_INPUT)
         with self.capture() as callbacks, pytest.raises(Rollback), transaction.atomic():
-            actions.post_message(waiting.pk, "hello", self.alice)
+            replies.post_message(waiting.pk, "hello", self.alice)
             raise Rollback
         assert callbacks == []
         assert Thread.objects.get(pk=waiting.pk).status == Thread.Status.WAITING_INPUT
@@ -109,13 +109,13 @@ class CommitBoundaryTestCase:
         assert not Event.objects.filter(type="USER_MESSAGE").exists()
 
         with self.capture() as callbacks:
-            actions.post_message(waiting.pk, "hello", self.alice)
+            replies.post_message(waiting.pk, "hello", self.alice)
         assert enqueued(callbacks) == [("agents.tasks.resume_thread", (str(waiting.pk),))]
 
     def test_a_refused_decision_sends_nothing(self) -> None:
-        actions.decide(self.s, self.alice, {"approved": True})
+        decisions.decide(self.s, self.alice, {"approved": True})
         with self.capture() as callbacks:
-            decided = actions.decide(self.s, self.alice, {"approved": False})
+            decided = decisions.decide(self.s, self.alice, {"approved": False})
         assert not decided.created and decided.suspension.status == Suspension.Status.APPROVED
         assert enqueued(callbacks) == []
         assert Event.objects.filter(type="SUSPENSION_DECIDED").count() == 1

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import actions, tasks
+from agents import deadlines, decisions, tasks
 from agents.models import Event, Suspension, Thread
 from tests.approvals import state
 
@@ -24,13 +24,13 @@ class DeadlineTaskTestCase:
         _, [soon] = state.suspended(self.operator, expires_in=10)
         _, [later] = state.suspended(self.operator, expires_in=60)
         _, [decided] = state.suspended(self.operator, expires_in=10)
-        actions.decide(decided, self.alice, {"approved": True})
+        decisions.decide(decided, self.alice, {"approved": True})
         _, [overdue] = state.suspended(self.operator, expires_in=10)
         Suspension.objects.filter(pk=overdue.pk).update(
             expires_at=timezone.now() - timedelta(seconds=1)
         )
 
-        due = actions.due_soon(within=timedelta(seconds=30))
+        due = deadlines.due_soon(within=timedelta(seconds=30))
 
         assert due == [(soon.pk, Suspension.objects.get(pk=soon.pk).expires_at)]
         assert later.pk not in {pk for pk, _ in due}
@@ -68,7 +68,7 @@ class DeadlineTaskTestCase:
 
     def test_a_deadline_task_leaves_a_decided_suspension_alone(self, time_machine: Any) -> None:
         _, [s] = state.suspended(self.operator, expires_in=0.5)
-        actions.decide(s, self.alice, {"approved": False, "reason": "no"})
+        decisions.decide(s, self.alice, {"approved": False, "reason": "no"})
 
         time_machine.move_to(timezone.now() + timedelta(seconds=1))
         assert tasks.expire_suspension(str(s.pk)) == 0

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import actions
+from agents import cancelling, deadlines, decisions
 from agents.models import Event, Suspension, Thread
 from tests.approvals import state
 
@@ -57,11 +57,11 @@ class DecisionRaceTestCase:
         thread, [s] = state.suspended(self.users["operator"])
         later = timezone.now() + timedelta(hours=1)
         contenders: list[Callable[[], Any]] = [
-            lambda: actions.decide(s, alice, {"approved": True}),
-            lambda: actions.decide(s, bob, {"approved": False, "reason": "no"}),
-            lambda: actions.decide(s, alice, {"approved": True, "modifiedArgs": state.TRANSFER}),
-            lambda: actions.expire_overdue(now=later),
-            lambda: actions.cancel_thread(thread.pk, bob),
+            lambda: decisions.decide(s, alice, {"approved": True}),
+            lambda: decisions.decide(s, bob, {"approved": False, "reason": "no"}),
+            lambda: decisions.decide(s, alice, {"approved": True, "modifiedArgs": state.TRANSFER}),
+            lambda: deadlines.expire_overdue(now=later),
+            lambda: cancelling.cancel_thread(thread.pk, bob),
         ]
         order = contenders[round_:] + contenders[:round_]
         results = race(order)
@@ -71,8 +71,8 @@ class DecisionRaceTestCase:
         s.refresh_from_db()
         assert s.status != Suspension.Status.PENDING
         assert len(self.outcome_events(s)) == 1, self.outcome_events(s)
-        winners = [r for r in results if isinstance(r, actions.Decided) and r.created]
-        losers = [r for r in results if isinstance(r, actions.Decided) and not r.created]
+        winners = [r for r in results if isinstance(r, decisions.Decided) and r.created]
+        losers = [r for r in results if isinstance(r, decisions.Decided) and not r.created]
         if s.status in (Suspension.Status.APPROVED, Suspension.Status.REJECTED):
             assert len(winners) == 1
         else:
@@ -89,9 +89,11 @@ class DecisionRaceTestCase:
         thread, [s] = state.suspended(self.users["operator"])
         results = race(
             [
-                (lambda: actions.decide(s, alice, {"approved": True}))
+                (lambda: decisions.decide(s, alice, {"approved": True}))
                 if i % 2
-                else (lambda i=i: actions.decide(s, bob, {"approved": False, "reason": f"no {i}"}))
+                else (
+                    lambda i=i: decisions.decide(s, bob, {"approved": False, "reason": f"no {i}"})
+                )
                 for i in range(20)
             ]
         )

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from agents import actions
+from agents import deadlines, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Thread
 from agents.runtime.llm import LLMRequest, LLMResponse
@@ -23,7 +23,7 @@ class EngineFailureTestCase:
         agent = AgentDefinition.objects.create(
             name="fragile", model="scripted", script=[{"text": "hi"}]
         )
-        thread = actions.start_thread(agent, "go", users["reviewer"])
+        thread = starting.start_thread(agent, "go", users["reviewer"])
 
         assert Engine(provider=lambda frame: Broken()).advance(thread.pk) is True
 
@@ -38,6 +38,6 @@ class EngineFailureTestCase:
 
         from django.utils import timezone
 
-        assert actions.requeue_stalled(now=timezone.now() + timedelta(hours=1)) == 0
+        assert deadlines.requeue_stalled(now=timezone.now() + timedelta(hours=1)) == 0
         # The user's message is still there.
         assert thread.frames.get(depth=0).messages[0]["content"][0]["text"] == "go"

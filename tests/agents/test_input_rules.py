@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import actions
+from agents import replies, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 
@@ -36,7 +36,7 @@ def conversation(**rules: Any) -> AgentDefinition:
 
 
 def waiting(users: Any, **rules: Any) -> Thread:
-    thread = actions.start_thread(conversation(**rules), "go", users["reviewer"])
+    thread = starting.start_thread(conversation(**rules), "go", users["reviewer"])
     Engine().advance(thread.pk)
     thread.refresh_from_db()
     assert thread.status == Thread.Status.WAITING_INPUT
@@ -64,7 +64,7 @@ class InputRequiredTestCase:
 
     def test_an_accepted_reply_emits_input_provided_and_runs_the_thread(self, users: Any) -> None:
         thread = waiting(users)
-        actions.provide_input(
+        replies.provide_input(
             thread.pk, users["reviewer"], data={"form": "A"}, content_type="application/json"
         )
         provided = last(thread, "INPUT_PROVIDED").payload
@@ -93,8 +93,8 @@ class InputRequiredTestCase:
         thread = waiting(users, **rules)
         top = StackFrame.objects.get(thread=thread, status="active", depth=1)
         before = (list(top.messages), Event.objects.filter(thread=thread).count())
-        with pytest.raises(actions.BadInput) as refused:
-            actions.provide_input(thread.pk, users["reviewer"], **reply)
+        with pytest.raises(replies.BadInput) as refused:
+            replies.provide_input(thread.pk, users["reviewer"], **reply)
         assert refused.value.field == field
         top.refresh_from_db()
         thread.refresh_from_db()
@@ -106,20 +106,20 @@ class InputRequiredTestCase:
 class InputTimeoutTestCase:
     def test_a_timeout_cancels_the_thread_by_default(self, users: Any) -> None:
         thread = waiting(users, input_timeout=10)
-        assert actions.expire_inputs(now=timezone.now()) == 0  # not yet
+        assert replies.expire_inputs(now=timezone.now()) == 0  # not yet
         later = thread.input_expires_at + timedelta(milliseconds=1)
-        assert actions.expire_inputs(now=later) == 1
+        assert replies.expire_inputs(now=later) == 1
         thread.refresh_from_db()
         assert thread.status == Thread.Status.CANCELLED
         timeout = last(thread, "INPUT_TIMEOUT").payload
         assert timeout["on_timeout"] == "cancel" and timeout["prompt"] == "Which form: A or B?"
         cancelled = last(thread, "THREAD_CANCELLED").payload
         assert cancelled["reason"] == "no answer came before the input timeout"
-        assert actions.expire_inputs(now=later) == 0  # once
+        assert replies.expire_inputs(now=later) == 0  # once
 
     def test_a_timeout_can_tell_the_agent_and_go_on(self, users: Any) -> None:
         thread = waiting(users, input_timeout=10, on_input_timeout="continue")
-        assert actions.expire_inputs(now=thread.input_expires_at) == 1
+        assert replies.expire_inputs(now=thread.input_expires_at) == 1
         thread.refresh_from_db()
         assert thread.status == Thread.Status.RUNNING
         top = StackFrame.objects.get(thread=thread, status="active", depth=1)
@@ -133,7 +133,7 @@ class InputTimeoutTestCase:
         settings.INPUT_TIMEOUT_SECONDS = 0
         thread = waiting(users)
         assert thread.input_expires_at is None
-        assert actions.expire_inputs(now=timezone.now() + timedelta(days=365)) == 0
+        assert replies.expire_inputs(now=timezone.now() + timedelta(days=365)) == 0
 
 
 @pytest.mark.django_db
@@ -151,7 +151,7 @@ class InputRulesInAgentFilesTestCase:
         clerk.refresh_from_db()
         assert clerk.input_max_chars == 200 and clerk.input_types == ["application/json"]
         assert clerk.input_timeout == 60 and clerk.on_input_timeout == "continue"
-        rules = actions.input_rules(clerk)
+        rules = replies.input_rules(clerk)
         assert rules.max_chars == 200 and rules.types == ("application/json",)
 
     @pytest.mark.parametrize(

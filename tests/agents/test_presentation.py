@@ -117,7 +117,7 @@ class AskedViaTestCase:
 
 @pytest.mark.django_db
 def test_the_engine_keeps_the_presentation_with_the_suspension(load_agents: Any) -> None:
-    from agents import actions
+    from agents import starting
     from agents.engine import Engine
     from agents.models import AgentDefinition, Suspension, Thread
 
@@ -134,7 +134,7 @@ agents:
 """
     )
     assert registry.get("transfer_funds").execution_mode == BLOCKING
-    thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "go", None)
+    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "go", None)
     Engine().advance(thread.pk)
     assert Thread.objects.get(pk=thread.pk).status == "suspended"
     s = Suspension.objects.get(thread=thread)

@@ -1,4 +1,4 @@
-"""A quorum under concurrency (agents.actions.decide, agents.policy): twenty votes at once, each
+"""A quorum under concurrency (agents.decisions.decide, agents.policy): twenty votes at once, each
 on its own database connection, give exactly the outcome the votes call for and one
 SUSPENSION_DECIDED. On PostgreSQL the votes really run side by side; the suspension's row lock
 is what counts them one at a time."""
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 
-from agents import actions
+from agents import decisions, policy
 from agents.models import Event, Suspension, Thread, Vote
 from approvals.permissions import REVIEWERS
 from tests.agents.test_decision_races import race
@@ -49,7 +49,7 @@ class QuorumRaceTestCase:
     def test_twenty_approvals_at_once_meet_a_quorum_of_five_once(self) -> None:
         thread, s = self.suspension(5)
         people = reviewers(20)
-        results = race([lambda u=u: actions.decide(s, u, {"approved": True}) for u in people])
+        results = race([lambda u=u: decisions.decide(s, u, {"approved": True}) for u in people])
         assert not [r for r in results if isinstance(r, Exception)], results
         s.refresh_from_db()
         assert s.status == Suspension.Status.APPROVED
@@ -71,9 +71,9 @@ class QuorumRaceTestCase:
         people = reviewers(20)
         results = race(
             [
-                (lambda u=u: actions.decide(s, u, {"approved": False, "reason": "no"}))
+                (lambda u=u: decisions.decide(s, u, {"approved": False, "reason": "no"}))
                 if i == 7
-                else (lambda u=u: actions.decide(s, u, {"approved": True}))
+                else (lambda u=u: decisions.decide(s, u, {"approved": True}))
                 for i, u in enumerate(people)
             ]
         )
@@ -85,7 +85,7 @@ class QuorumRaceTestCase:
     def test_twenty_approvals_at_once_meet_a_quorum_of_twenty(self) -> None:
         _, s = self.suspension(20)
         people = reviewers(20)
-        results = race([lambda u=u: actions.decide(s, u, {"approved": True}) for u in people])
+        results = race([lambda u=u: decisions.decide(s, u, {"approved": True}) for u in people])
         assert not [r for r in results if isinstance(r, Exception)], results
         s.refresh_from_db()
         assert s.status == Suspension.Status.APPROVED
@@ -97,9 +97,9 @@ class QuorumRaceTestCase:
     def test_one_person_twenty_times_at_once_is_one_vote(self) -> None:
         _, s = self.suspension(2)
         alice = self.users["reviewer"]
-        results = race([lambda: actions.decide(s, alice, {"approved": True}) for _ in range(20)])
-        refused = [r for r in results if isinstance(r, actions.Refused)]
-        voted = [r for r in results if isinstance(r, actions.Decided)]
+        results = race([lambda: decisions.decide(s, alice, {"approved": True}) for _ in range(20)])
+        refused = [r for r in results if isinstance(r, policy.Refused)]
+        voted = [r for r in results if isinstance(r, decisions.Decided)]
         assert (len(voted), len(refused)) == (1, 19), results
         assert {r.rule for r in refused} == {"already_voted"}
         s.refresh_from_db()

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from agents import actions, tasks
+from agents import deadlines, decisions, dispatch, tasks
 from agents.engine import Engine
 from agents.models import Event, Suspension, Thread
 from gateway.celery import app
@@ -48,14 +48,14 @@ class BatchExpiryTestCase:
             expires_at=timezone.now() + timedelta(hours=1)
         )
         decided = made.pop()
-        actions.decide(decided, self.alice, {"approved": True})
+        decisions.decide(decided, self.alice, {"approved": True})
         later = timezone.now() + timedelta(minutes=5)
 
         with django_capture_on_commit_callbacks() as callbacks:
-            first = actions.expire_overdue(now=later, limit=50)
-            rest = sum(actions.expire_overdue(now=later, limit=50) for _ in range(4))
+            first = deadlines.expire_overdue(now=later, limit=50)
+            rest = sum(deadlines.expire_overdue(now=later, limit=50) for _ in range(4))
         assert first == 50 and first + rest == len(made) + 1
-        assert actions.expire_overdue(now=later) == 0
+        assert deadlines.expire_overdue(now=later) == 0
 
         timeouts = Event.objects.filter(type=Event.Type.SUSPENSION_TIMEOUT)
         assert sorted(str(e.suspension_id) for e in timeouts) == sorted(
@@ -64,7 +64,7 @@ class BatchExpiryTestCase:
         assert Suspension.objects.get(pk=decided.pk).status == Suspension.Status.APPROVED
         assert Suspension.objects.get(pk=pair[1].pk).status == Suspension.Status.PENDING
         assert Thread.objects.get(pk=pair_thread.pk).status == Thread.Status.SUSPENDED
-        resumed = [cb.args[1] for cb in callbacks if getattr(cb, "func", None) is actions.send]
+        resumed = [cb.args[1] for cb in callbacks if getattr(cb, "func", None) is dispatch.send]
         assert sorted(resumed) == sorted(str(s.thread_id) for s in made)
         # ...and the decided one's thread, which its decision resumed.
         assert Thread.objects.filter(status=Thread.Status.RUNNING).count() == len(made) + 1
@@ -81,7 +81,7 @@ class RequeueBackoffTestCase:
         # A minute of sweeps, one a second, while the queue is too long for the thread to be
         # taken: it is enqueued again after 5, 11, 22 and 43 seconds, not every 5.
         sent = [
-            actions.requeue_stalled(now=start + timedelta(seconds=second + 0.5))
+            deadlines.requeue_stalled(now=start + timedelta(seconds=second + 0.5))
             for second in range(61)
         ]
         assert [second for second, n in enumerate(sent) if n] == [5, 11, 22, 43]
@@ -116,7 +116,7 @@ class BrokerOutageTestCase:
             tasks.resume_thread, "apply_async", lambda args, **options: sent.append(args[0])
         )
         later = timezone.now() + timedelta(seconds=settings.STALLED_AFTER_SECONDS + 1)
-        assert actions.requeue_stalled(now=later) == 1
+        assert deadlines.requeue_stalled(now=later) == 1
         assert sent == [str(thread.pk)]
 
     def test_a_run_started_while_the_broker_is_down_is_created_and_sent_later(

@@ -11,7 +11,7 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from agents import actions, demo_tools
+from agents import cancelling, deadlines, decisions, demo_tools, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, DemoAction, Event, Thread
 from agents.runtime.tools import BLOCKING, ToolContext, ToolRegistry
@@ -78,10 +78,10 @@ class TransientErrorTestCase:
             return "Paid."
 
         engine = Engine(tools=registry_with("pay", pay, execution_mode=BLOCKING))
-        thread = actions.start_thread(agent("payer2", "pay"), "go", users["operator"])
+        thread = starting.start_thread(agent("payer2", "pay"), "go", users["operator"])
         engine.advance(thread.pk)
         s = thread.suspensions.get()
-        actions.decide(s, users["reviewer"], {"approved": True})
+        decisions.decide(s, users["reviewer"], {"approved": True})
 
         with pytest.raises(OperationalError):
             engine.advance(thread.pk)  # the task retries on this (agents.tasks.TASK_OPTIONS)
@@ -113,13 +113,13 @@ class SlowToolTestCase:
             return "slow done"
 
         engine = Engine(tools=registry_with("slow", slow))
-        thread = actions.start_thread(agent("slowpoke", "slow"), "go", users["operator"])
+        thread = starting.start_thread(agent("slowpoke", "slow"), "go", users["operator"])
         other, [s] = state.suspended(users["operator"])
         runner, out = run_in_background(engine, thread.pk)
         assert started.wait(10), "the tool never started"
 
-        decided = actions.decide(s, users["teammate"], {"approved": False, "reason": "no"})
-        actions.cancel_thread(thread.pk, users["reviewer"])
+        decided = decisions.decide(s, users["teammate"], {"approved": False, "reason": "no"})
+        cancelling.cancel_thread(thread.pk, users["reviewer"])
         # Both went through while the tool was still running.
         assert not release.is_set()
         assert decided.created
@@ -146,14 +146,14 @@ class SlowToolTestCase:
             return "slow done"
 
         engine = Engine(tools=registry_with("slow", slow))
-        thread = actions.start_thread(agent("slowpoke", "slow"), "go", users["operator"])
+        thread = starting.start_thread(agent("slowpoke", "slow"), "go", users["operator"])
         runner, out = run_in_background(engine, thread.pk)
         assert started.wait(10)
         # Three lease lengths later the first worker still holds the thread: a second
         # delivery of the task finds it taken, and the sweeper leaves it alone.
         threading.Event().wait(3)
         assert Engine(tools=engine.tools).advance(thread.pk) is False
-        assert actions.requeue_stalled(now=timezone.now()) == 0
+        assert deadlines.requeue_stalled(now=timezone.now()) == 0
         held = Thread.objects.get(pk=thread.pk)
         assert held.lease_expires_at > timezone.now()
 
@@ -165,15 +165,15 @@ class SlowToolTestCase:
         assert len(runs) == 1
 
     def test_a_dead_workers_lease_runs_out_within_seconds(self, users: Any) -> None:
-        thread = actions.start_thread(agent("solo", "lookup_account"), "go", users["operator"])
+        thread = starting.start_thread(agent("solo", "lookup_account"), "go", users["operator"])
         now = timezone.now()
         # What a worker killed mid-step leaves behind: a lease as long as the setting says,
         # that nobody renews.
         Thread.objects.filter(pk=thread.pk).update(
             lease_owner="dead", lease_expires_at=Engine()._lease_end(), runnable_since=now
         )
-        assert actions.requeue_stalled(now=now + timedelta(seconds=6)) == 0
-        assert actions.requeue_stalled(now=now + timedelta(seconds=16)) == 1
+        assert deadlines.requeue_stalled(now=now + timedelta(seconds=6)) == 0
+        assert deadlines.requeue_stalled(now=now + timedelta(seconds=16)) == 1
 
 
 @pytest.mark.django_db
@@ -202,7 +202,7 @@ class TimeLimitTestCase:
                 time.sleep(60)
 
         engine = Engine(tools=registry_with("hang", hang))
-        thread = actions.start_thread(agent("stuck", "hang"), "go", users["operator"])
+        thread = starting.start_thread(agent("stuck", "hang"), "go", users["operator"])
         started = time.monotonic()
 
         assert engine.advance(thread.pk) is True

@@ -16,7 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from agents import actions, events
+from agents import deadlines, decisions, events, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from tests.conftest import ROOT, wait_for, worker_env
@@ -175,7 +175,7 @@ class ChainTestCase:
 
     def suspended(self) -> tuple[Thread, Suspension]:
         agent = AgentDefinition.objects.get(name="payer")
-        thread = actions.start_thread(agent, "go", self.users["operator"])
+        thread = starting.start_thread(agent, "go", self.users["operator"])
         Engine().advance(thread.pk)
         return thread, Suspension.objects.get(thread=thread)
 
@@ -210,7 +210,7 @@ class ChainTestCase:
     def test_a_batch_and_the_threadless_chain_are_chained_in_order(self) -> None:
         thread, s = self.suspended()
         Suspension.objects.filter(pk=s.pk).update(expires_at=timezone.now())
-        assert actions.expire_overdue(now=timezone.now() + timedelta(seconds=1)) == 1
+        assert deadlines.expire_overdue(now=timezone.now() + timedelta(seconds=1)) == 1
         events.record("TOKEN_CREATED", actor=self.users["admin"], payload={"name": "ci"})
         events.record("TOKEN_REVOKED", actor=self.users["admin"], payload={"name": "ci"})
         threadless = list(Event.objects.filter(thread__isnull=True))
@@ -223,7 +223,7 @@ class ChainTestCase:
         thread, s = self.suspended()
         leaver = User.objects.create_user("carol", password="carol-password-1")
         leaver.groups.set(self.users["reviewer"].groups.all())
-        actions.decide(s, leaver, {"approved": False, "reason": "not today"})
+        decisions.decide(s, leaver, {"approved": False, "reason": "not today"})
         leaver_id = leaver.pk
         leaver.delete()
         decided = Event.objects.get(thread=thread, type="SUSPENSION_DECIDED")
@@ -250,7 +250,7 @@ class ConcurrentWritersTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], load_agents: Any, transactional_db: Any) -> None:
         load_agents(AGENTS)
-        self.thread = actions.start_thread(
+        self.thread = starting.start_thread(
             AgentDefinition.objects.get(name="payer"), "go", users["operator"]
         )
         self.admin = users["admin"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agents import actions
+from agents import starting
 from agents.engine import Engine
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, AgentVersion, Event, Suspension
@@ -37,7 +37,7 @@ agents:
 
 
 def suspend(users: dict[str, Any]) -> Suspension:
-    thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "pay", users["admin"])
+    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "pay", users["admin"])
     Engine().advance(thread.pk)
     return Suspension.objects.get(thread=thread)
 

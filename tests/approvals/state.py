@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from agents import events, policy
-from agents.actions import suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.payloads import suspension_payload
 from agents.runtime.tools import registry
 
 TRANSFER = {"from_account": "A-1", "to_account": "B-2", "amount": 200}

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions
+from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension, Thread
 from tests.conftest import operator
@@ -39,10 +39,10 @@ agents:
 def decided(agent: str, user: Any, decision: dict[str, Any]) -> Suspension:
     """A run paused on its blocking call, decided by `user`, and resumed to the end."""
     # Started by the operator: whoever starts a run may not decide it (four eyes).
-    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
+    thread = starting.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
     Engine().advance(thread.pk)
     s = Suspension.objects.get(thread=thread)
-    actions.decide(s, user, decision)
+    decisions.decide(s, user, decision)
     Engine().advance(thread.pk)
     assert Thread.objects.get(pk=thread.pk).status == "completed"
     return Suspension.objects.select_related("decided_by").get(pk=s.pk)

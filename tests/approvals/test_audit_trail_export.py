@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents import actions, events
+from agents import decisions, events, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension
 from tests.conftest import ROOT
@@ -61,10 +61,10 @@ class TrailExportTestCase:
         self.threads = []
         for decision in ({"approved": True}, {"approved": False, "reason": "no =SUM(1)"}):
             agent = AgentDefinition.objects.get(name="payer")
-            thread = actions.start_thread(agent, "go", users["operator"])
+            thread = starting.start_thread(agent, "go", users["operator"])
             Engine().advance(thread.pk)
             s = Suspension.objects.get(thread=thread)
-            actions.decide(s, users["reviewer"], decision)
+            decisions.decide(s, users["reviewer"], decision)
             Engine().advance(thread.pk)
             self.threads.append(thread)
         events.record("TOKEN_CREATED", actor=users["admin"], payload={"name": "ci"})

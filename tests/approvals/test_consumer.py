@@ -22,7 +22,7 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions, events
+from agents import decisions, events, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from approvals import hub as hub_module
@@ -113,7 +113,7 @@ async def in_thread(work: Callable[[], Any]) -> Any:
 
 
 def start(user: Any) -> Thread:
-    thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "go", operator())
+    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "go", operator())
     Engine().advance(thread.pk)
     return thread
 
@@ -215,7 +215,7 @@ class ConsumerTestCase:
             s = await Suspension.objects.aget()
             reviewer = self.users["reviewer"]
             await in_thread(
-                lambda: actions.decide(s, reviewer, {"approved": False, "reason": "no"})
+                lambda: decisions.decide(s, reviewer, {"approved": False, "reason": "no"})
             )
             [live] = await receive_events(ws, 1)
             assert live["type"] == "SUSPENSION_DECIDED" and live["actor"] == "alice"
@@ -562,7 +562,7 @@ class SnapshotTestCase:
         cursor, cards = self.snapshot()
         assert list(cards.values()) == ["pending"]
         # After the page was rendered: one decision, one new suspension.
-        actions.decide(
+        decisions.decide(
             Suspension.objects.get(thread=first), self.users["teammate"], {"approved": True}
         )
         second = start(self.users["reviewer"])

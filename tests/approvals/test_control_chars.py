@@ -7,7 +7,7 @@ import pytest
 from django.template import Context, Template
 from django.test import Client
 
-from agents import actions
+from agents import decisions
 from approvals.templatetags.visible import json_escaped_controls, visible
 from tests.approvals import state
 
@@ -62,7 +62,7 @@ class ControlCharsPagesTestCase:
         assert RLO not in html
 
     def test_the_thread_page_and_the_audit_trail_show_the_marker(self) -> None:
-        actions.decide(
+        decisions.decide(
             self.s, self.users["reviewer"], {"approved": False, "reason": f"wrong {RLO}payee"}
         )
         html = self.client.get(f"/threads/{self.thread.pk}/").content.decode()

@@ -1,6 +1,6 @@
 """The decision kinds beyond approve and reject: respond, ignore, and which a tool allows.
 
-Each goes through the one door (agents.actions.decide / ignore): the policy check under the
+Each goes through the one door (agents.decisions.decide / ignore): the policy check under the
 locks, an audited Event in the hash chain, and conditional updates, so of two reviewers at
 once exactly one wins.
 """
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from agents import actions
+from agents import deadlines, decisions
 from agents.chain import verify
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from agents.runtime.loop import decision_result
@@ -241,7 +241,7 @@ class IgnoreTestCase:
 
     def test_the_deadline_still_applies(self) -> None:
         assert self.alice.post(self.url, {"ignore": True}).status_code == 202
-        assert actions.expire_overdue(now=self.s.expires_at + timedelta(seconds=1)) == 1
+        assert deadlines.expire_overdue(now=self.s.expires_at + timedelta(seconds=1)) == 1
         self.s.refresh_from_db()
         assert self.s.status == Suspension.Status.TIMED_OUT and self.s.approved is False
 
@@ -297,8 +297,8 @@ class DecisionKindRaceTestCase:
         _, [s] = state.suspended(self.users["operator"])
         results = race(
             [
-                lambda: actions.decide(s, alice, {"response": "Later."}),
-                lambda: actions.decide(s, bob, {"approved": True}),
+                lambda: decisions.decide(s, alice, {"response": "Later."}),
+                lambda: decisions.decide(s, bob, {"approved": True}),
             ]
         )
         assert not [r for r in results if isinstance(r, Exception)], results
@@ -313,8 +313,8 @@ class DecisionKindRaceTestCase:
         _, [s] = state.suspended(self.users["operator"])
         results = race(
             [
-                lambda: actions.ignore(s, alice),
-                lambda: actions.decide(s, bob, {"approved": False}),
+                lambda: decisions.ignore(s, alice),
+                lambda: decisions.decide(s, bob, {"approved": False}),
             ]
         )
         assert not [r for r in results if isinstance(r, Exception)], results
@@ -329,7 +329,7 @@ class DecisionKindRaceTestCase:
     def test_two_ignores_at_once_record_one(self) -> None:
         alice, bob = self.users["reviewer"], self.users["teammate"]
         _, [s] = state.suspended(self.users["operator"])
-        results = race([lambda: actions.ignore(s, alice), lambda: actions.ignore(s, bob)])
+        results = race([lambda: decisions.ignore(s, alice), lambda: decisions.ignore(s, bob)])
         assert not [r for r in results if isinstance(r, Exception)], results
         assert sorted(r.created for r in results) == [False, True]
         assert Event.objects.filter(suspension=s, type="SUSPENSION_IGNORED").count() == 1

@@ -7,7 +7,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents import actions
+from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension, Thread
 
@@ -34,10 +34,10 @@ class DeletedUserTestCase:
         # A reviewer who starts a run, rejects its call, and then leaves the company.
         leaver = User.objects.create_user("carol", password="carol-password-1")
         leaver.groups.set(users["reviewer"].groups.all())
-        self.thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "go", leaver)
+        self.thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "go", leaver)
         Engine().advance(self.thread.pk)
         self.suspension = Suspension.objects.get(thread=self.thread)
-        actions.decide(self.suspension, leaver, {"approved": False, "reason": "not today"})
+        decisions.decide(self.suspension, leaver, {"approved": False, "reason": "not today"})
         leaver.delete()
         Engine().advance(self.thread.pk)  # resumed after the user is gone
 

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from google.protobuf import json_format
 
-from agents import actions, events
+from agents import decisions, events
 from agents.models import Event, Suspension
 from approvals import excerpt
 from approvals.a2a import mapping
@@ -147,7 +147,7 @@ class ThreadPageLimitsTestCase:
 class AuditLimitsTestCase:
     def test_the_audit_page_cuts_arguments_results_and_answers(self, users: dict[str, Any]) -> None:
         thread, [s] = state.suspended(calls=[("send_email", {"to": "a@b.c", "body": HUGE})])
-        actions.decide(s, users["reviewer"], {"approved": False, "reason": "Too big."})
+        decisions.decide(s, users["reviewer"], {"approved": False, "reason": "Too big."})
         result = events.record(
             Event.Type.TOOL_RESULT,
             thread_id=thread.pk,

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions
+from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from tests.conftest import operator
@@ -45,7 +45,7 @@ agents:
 
 def run_until_paused(agent: str, user: Any) -> Thread:
     """Start a run and drive it in-process until it waits for someone."""
-    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
+    thread = starting.start_thread(AgentDefinition.objects.get(name=agent), "go", operator())
     Engine().advance(thread.pk)
     return Thread.objects.get(pk=thread.pk)
 
@@ -105,7 +105,7 @@ class InboxPageTestCase:
         second = run_until_paused("asker", self.users["reviewer"])
         decided = run_until_paused("payer", self.users["reviewer"])
         s = Suspension.objects.get(thread=decided)
-        actions.decide(s, self.users["teammate"], {"approved": False, "reason": "no"})
+        decisions.decide(s, self.users["teammate"], {"approved": False, "reason": "no"})
         html = self.client.get("/?order=oldest").content.decode()
         ids = re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)
         assert ids == [str(Suspension.objects.get(thread=t).id) for t in (first, second)]

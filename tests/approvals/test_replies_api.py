@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agents import actions
+from agents import starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Thread
 from tests.approvals import state
@@ -26,7 +26,7 @@ def asking(users: Any, **rules: Any) -> Thread:
             {"tool_calls": [{"name": "use_agent", "input": {"name": "clerk", "message": "go"}}]}
         ],
     )
-    thread = actions.start_thread(desk, "go", users["reviewer"])
+    thread = starting.start_thread(desk, "go", users["reviewer"])
     Engine().advance(thread.pk)
     thread.refresh_from_db()
     assert thread.status == "waiting_input"

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions
+from agents import starting
 from agents.models import AgentDefinition
 from approvals import tokens
 from approvals.models import ApiToken
@@ -28,7 +28,7 @@ CLOSE_WITHIN = 10.0
 
 def start_run() -> None:
     """A run started by someone else, as on a reviewer's inbox: it records THREAD_STARTED."""
-    actions.start_thread(AgentDefinition.objects.get(name="payer"), "go", operator())
+    starting.start_thread(AgentDefinition.objects.get(name="payer"), "go", operator())
 
 
 def after_revocation(ws: WebsocketCommunicator, revoke: Callable[[], Any]) -> tuple[list, int]:

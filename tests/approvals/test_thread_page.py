@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents import actions
+from agents import decisions, replies, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 
@@ -48,7 +48,7 @@ agents:
 
 
 def start(agent: str, user: Any, message: str = "go") -> Thread:
-    thread = actions.start_thread(AgentDefinition.objects.get(name=agent), message, user)
+    thread = starting.start_thread(AgentDefinition.objects.get(name=agent), message, user)
     Engine().advance(thread.pk)
     return Thread.objects.get(pk=thread.pk)
 
@@ -110,7 +110,7 @@ class ThreadPageTestCase:
     def test_a_completed_thread_shows_the_decision_and_the_tool_result(self) -> None:
         thread = start("boss", self.users["reviewer"])
         s = Suspension.objects.get(thread=thread)
-        actions.decide(s, self.users["teammate"], {"approved": True})
+        decisions.decide(s, self.users["teammate"], {"approved": True})
         Engine().advance(thread.pk)
         thread = Thread.objects.get(pk=thread.pk)
         html = self.page(thread)
@@ -126,7 +126,7 @@ class ThreadPageTestCase:
         assert thread.status == "waiting_input"
         html = self.page(thread)
         assert '<form id="message-form" class="stack-form">' in html
-        actions.post_message(thread.pk, "Blue", self.users["reviewer"])
+        replies.post_message(thread.pk, "Blue", self.users["reviewer"])
         html = self.page(thread)
         assert '<form id="message-form" class="stack-form" hidden>' in html
 

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from agents import actions
+from agents import decisions, starting
 from agents.models import AgentDefinition, Event
 from tests.conftest import operator, wait_for
 from tests.e2e.conftest import Site, off_the_loop
@@ -55,11 +55,11 @@ class ReconnectTestCase:
         # Raised, and another decided, while no server could tell the page.
         payer = AgentDefinition.objects.get(name="payer")
         alice = self.site.users["reviewer"]
-        tid = off_the_loop(lambda: actions.start_thread(payer, "go", operator())).pk
+        tid = off_the_loop(lambda: starting.start_thread(payer, "go", operator())).pk
         s = pending_of(tid)
         earlier = pending_of(before)
         decided = off_the_loop(
-            lambda: actions.decide(earlier, alice, {"approved": False, "reason": "duplicate"})
+            lambda: decisions.decide(earlier, alice, {"approved": False, "reason": "duplicate"})
         )
         assert decided.created
         self.server.start()

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions
+from agents import deadlines
 from agents.chain import verify
 from agents.models import Event, Suspension, Thread
 from approvals.models import ApiToken
@@ -154,7 +154,7 @@ class RequestsApiTestCase:
     @pytest.mark.parametrize(("on_timeout", "approved"), [("reject", False), ("approve", True)])
     def test_the_deadline_applies_the_default_action(self, on_timeout: str, approved: bool) -> None:
         body = self.agent.post("/api/requests", ask(timeout=5, on_timeout=on_timeout)).json()
-        assert actions.expire_overdue(now=timezone.now() + timedelta(seconds=6)) == 1
+        assert deadlines.expire_overdue(now=timezone.now() + timedelta(seconds=6)) == 1
         got = self.agent.get(f"/api/requests/{body['id']}").json()
         assert (got["status"], got["approved"]) == ("timed_out", approved)
         assert got["arguments"] == (body["input"] if approved else None)

@@ -78,7 +78,7 @@ agents:
 def test_decided_requests_free_the_pending_cap(users: dict[str, Any], settings: Any) -> None:
     """An outside run stays `running` in the gateway; only its pending requests count against
     MAX_PENDING_PER_AGENT, not the run itself."""
-    from agents import actions
+    from agents import decisions
     from agents.models import Suspension
 
     settings.MAX_PENDING_PER_AGENT = 2
@@ -90,5 +90,5 @@ def test_decided_requests_free_the_pending_cap(users: dict[str, Any], settings: 
         "/api/requests", json.dumps(third), content_type="application/json"
     )
     assert full.status_code == 429 and full.json()["error"] == "too_many_pending"
-    actions.decide(Suspension.objects.get(pk=first["id"]), users["reviewer"], {"approved": True})
+    decisions.decide(Suspension.objects.get(pk=first["id"]), users["reviewer"], {"approved": True})
     raise_request(users["operator"], run_id="c", idempotency_key="3")

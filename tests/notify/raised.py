@@ -4,7 +4,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
-from agents import actions
+from agents import starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension, Thread
 from approvals.permissions import REVIEWERS
@@ -46,7 +46,7 @@ def agent_file(transfer: str = "") -> str:
 def raise_group(user: Any, engine: Engine | None = None) -> tuple[Thread, list[Suspension]]:
     """Start the payer and run it until it waits for its two transfers."""
     # Started by the operator: whoever starts a run may not decide it (four eyes).
-    thread = actions.start_thread(AgentDefinition.objects.get(name="payer"), "pay", operator())
+    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "pay", operator())
     (engine or Engine()).advance(thread.pk)
     thread.refresh_from_db()
     assert thread.status == Thread.Status.SUSPENDED

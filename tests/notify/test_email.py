@@ -12,7 +12,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
-from agents import actions, reminders
+from agents import decisions, reminders
 from agents.models import AgentDefinition, Event, Suspension
 from notify import outbox
 from notify.models import Email, EmailOptIn
@@ -122,7 +122,7 @@ class RequestEmailTestCase:
         _, [first, second] = raise_group(self.alice)
         [pk] = outbox.fan_out()[1]
         for s in (first, second):
-            actions.decide(s, self.bob, {"approved": True})
+            decisions.decide(s, self.bob, {"approved": True})
 
         assert outbox.send(pk) is False
         assert Email.objects.get().status == Email.Status.SKIPPED
@@ -175,7 +175,7 @@ class ReminderEmailTestCase:
         deliver()
         self.mailbox.clear()
         for s in (first, second):
-            actions.ignore(s, self.bob)
+            decisions.ignore(s, self.bob)
 
         for before in (600, 120):
             reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=before))
@@ -193,7 +193,7 @@ class ReminderEmailTestCase:
         reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=600))
         [pk] = outbox.fan_out()[1]
         for s in (first, second):
-            actions.ignore(s, self.bob)
+            decisions.ignore(s, self.bob)
 
         assert outbox.send(pk) is False
         assert Email.objects.get(pk=pk).status == Email.Status.SKIPPED

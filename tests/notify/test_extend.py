@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agents import actions, reminders
+from agents import decisions, reminders
 from agents.models import Event, Suspension
 from tests.notify.raised import agent_file, leads, raise_group
 
@@ -100,7 +100,7 @@ class ExtendTestCase:
         assert not Event.objects.filter(type=EXTENDED).exists()
 
     def test_it_refuses_a_decided_request(self) -> None:
-        actions.decide(self.s, self.users["reviewer"], {"approved": False, "reason": "no"})
+        decisions.decide(self.s, self.users["reviewer"], {"approved": False, "reason": "no"})
 
         r = self.api("teammate").post(url(self.s), {"seconds": 60, "reason": "late"})
 

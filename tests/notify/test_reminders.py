@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agents import actions, reminders, tasks
+from agents import deadlines, decisions, payloads, reminders, tasks
 from agents.models import Event, Suspension
 from tests.notify.raised import agent_file, leads, raise_group
 
@@ -85,7 +85,7 @@ class LadderTestCase:
 
     def test_a_decided_request_gets_no_more_steps(self) -> None:
         _, [first, second] = raise_group(self.alice)
-        actions.decide(first, self.alice, {"approved": True})
+        decisions.decide(first, self.alice, {"approved": True})
 
         reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=600))
 
@@ -93,10 +93,10 @@ class LadderTestCase:
 
     def test_an_ignored_request_gets_no_more_steps_but_its_deadline(self) -> None:
         _, [first, second] = raise_group(self.alice)
-        actions.ignore(first, self.alice)
+        decisions.ignore(first, self.alice)
         first.refresh_from_db()
         assert first.next_step_at is None
-        assert actions.ladder_payload(first)["next_reminder_at"] is None
+        assert payloads.ladder_payload(first)["next_reminder_at"] is None
 
         for before in (600, 120, 1):
             reminders.apply_ladder_steps(now=first.expires_at - timedelta(seconds=before))
@@ -104,14 +104,14 @@ class LadderTestCase:
         assert {e.suspension_id for e in Event.objects.filter(type__in=[REMINDER, ESCALATED])} == {
             second.pk
         }
-        assert actions.expire_overdue(now=first.expires_at + timedelta(seconds=1)) == 2
+        assert deadlines.expire_overdue(now=first.expires_at + timedelta(seconds=1)) == 2
         first.refresh_from_db()
         assert first.status == Suspension.Status.TIMED_OUT
 
     def test_a_request_ignored_with_its_next_step_still_set_gets_no_step(self) -> None:
         # As the ignore left a request before it stopped the ladder itself.
         _, [first, second] = raise_group(self.alice)
-        actions.ignore(first, self.alice)
+        decisions.ignore(first, self.alice)
         second.refresh_from_db()
         Suspension.objects.filter(pk=first.pk).update(next_step_at=second.next_step_at)
 
@@ -122,7 +122,7 @@ class LadderTestCase:
 
     def test_extending_an_ignored_request_does_not_start_its_ladder_again(self) -> None:
         _, [first, _] = raise_group(self.alice)
-        actions.ignore(first, self.alice)
+        decisions.ignore(first, self.alice)
 
         done = reminders.extend(first, self.alice, 600, "later")
 

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.utils import timezone
 
-from agents import actions as agent_actions
+from agents import starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension
 from presence import actions
@@ -32,7 +32,7 @@ class BeatTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], load_agents: Any, db: Any) -> None:
         load_agents(AGENTS)
-        thread = agent_actions.start_thread(
+        thread = starting.start_thread(
             AgentDefinition.objects.get(name="payer"), "go", users["admin"]
         )
         Engine().advance(thread.pk)

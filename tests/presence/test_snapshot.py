@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from agents import actions as agent_actions
+from agents import starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension
 from presence import actions, board
@@ -25,9 +25,7 @@ def test_a_leave_between_the_two_reads_is_seen_whole_or_not_at_all(
         # read ends, so the two reads cannot straddle it there.
         pytest.skip("the race needs PostgreSQL's concurrent writers")
     load_agents(AGENTS)
-    thread = agent_actions.start_thread(
-        AgentDefinition.objects.get(name="payer"), "go", users["admin"]
-    )
+    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "go", users["admin"])
     Engine().advance(thread.pk)
     sid = Suspension.objects.get().pk
     alice = actions.Reviewer(uuid.uuid4(), uuid.uuid4(), users["reviewer"].pk, "alice")

@@ -17,7 +17,7 @@ from django import db
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from agents import actions
+from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension
 from approvals.auth import WebSocketAuth
@@ -103,7 +103,7 @@ class PresenceSocketTestCase:
         self.users = users
         # The admin starts the run, so both reviewers may decide it (four eyes).
         agent = AgentDefinition.objects.get(name="payer")
-        thread = actions.start_thread(agent, "go", users["admin"])
+        thread = starting.start_thread(agent, "go", users["admin"])
         Engine().advance(thread.pk)
         self.suspension = Suspension.objects.get()
         self.sid = str(self.suspension.pk)
@@ -214,7 +214,7 @@ class PresenceSocketTestCase:
 
             def decide() -> Any:
                 try:
-                    return actions.decide(s, bob, {"approved": True})
+                    return decisions.decide(s, bob, {"approved": True})
                 finally:
                     db.connection.close()
 
@@ -277,7 +277,7 @@ class PresenceSocketTestCase:
         run(check)
 
     def test_a_decided_request_cannot_be_claimed(self) -> None:
-        actions.decide(self.suspension, self.bob, {"approved": False, "reason": "no"})
+        decisions.decide(self.suspension, self.bob, {"approved": False, "reason": "no"})
         a = socket(self.alice)
         sid = self.sid
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from agents import actions
+from agents import starting
 from agents.models import AgentDefinition, PushNotificationConfig, Thread
 from tests.conftest import wait_for
 
@@ -40,7 +40,7 @@ class A2APushTestCase:
         # The run and its push config commit together, as an A2A message/send with a
         # taskPushNotificationConfig makes them.
         with transaction.atomic():
-            thread = actions.start_thread(
+            thread = starting.start_thread(
                 AgentDefinition.objects.get(name="desk"), "file it", users["admin"]
             )
             PushNotificationConfig.objects.create(

@@ -9,8 +9,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents import actions as agent_actions
-from agents import events
+from agents import events, starting
 from agents.models import AgentDefinition, Event, PushNotificationConfig, Thread
 from webhooks import fanout, outbox, queue
 from webhooks.models import Cursor, Delivery, Subscription
@@ -18,7 +17,7 @@ from webhooks.models import Cursor, Delivery, Subscription
 
 def thread_of(agent: str, user: Any) -> Thread:
     definition = AgentDefinition.objects.get_or_create(name=agent, model="scripted")[0]
-    return agent_actions.start_thread(definition, "go", user)
+    return starting.start_thread(definition, "go", user)
 
 
 @pytest.mark.django_db(transaction=True)

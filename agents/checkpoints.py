@@ -1,0 +1,177 @@
+"""A run's checkpoints: the frame, the step's events, and the lease renewed or given back."""
+
+from typing import Any
+
+from django.db import DatabaseError, transaction
+from django.utils import timezone
+
+from agents import events, statements
+from agents.leases import LeaseLost
+from agents.models import Event, StackFrame, Thread
+from agents.runtime import messages as msgs
+from agents.runtime.turn import Decision, Frame
+
+ACTIVE = StackFrame.Status.ACTIVE
+
+
+class Checkpoints:
+    """The writes of agents.runs.Run (whose attributes these methods use): each inside the
+    step's transaction."""
+
+    def _where(self) -> dict[str, Any]:
+        return {
+            "agent": self.row.agent_name,
+            "frame": self.row.label,
+            "frame_id": self.row.pk,
+            "depth": self.row.depth,
+            "lane": self.lane.pk if self.lane is not None else None,
+            "instance": self.lane.instance_name if self.lane is not None else None,
+        }
+
+    def _buffer(self, type: str, payload: dict[str, Any], suspension_id: Any = None) -> None:
+        self.buffered.append(
+            Event(type=type, thread_id=self.thread.pk, suspension_id=suspension_id, payload=payload)
+        )
+
+    def _renew(self) -> None:
+        """Extend the lease; fails when the thread was cancelled or taken over."""
+        if self.lane is not None:
+            # The thread's row first, as cancel_thread and wake_parent take it before frames,
+            # and as the events' hash chain (agents.chain) takes it anyway: locking the frame
+            # first would deadlock with a cancel.
+            Thread.objects.select_for_update(no_key=True).filter(pk=self.thread.pk).values_list(
+                "pk", flat=True
+            ).first()
+            n = StackFrame.objects.filter(
+                pk=self.lane.pk, lease_owner=self.owner, status=ACTIVE
+            ).update(lease_expires_at=self.engine._lease_end())
+        else:
+            n = statements.renew_lease(self.thread.pk, self.owner, self.engine._lease_end())
+        if not n:
+            raise LeaseLost(self.thread.pk)
+
+    def _save(
+        self, frame: Frame, row: StackFrame | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """Write the frame and what happened since the last checkpoint (inside a transaction).
+        `extra`: more of the row's fields to write with it (a final status)."""
+        row = row or self.row
+        row.messages = frame.messages
+        row.iteration = frame.iteration
+        if extra in ((), ("status", "result")):
+            # row.save(update_fields=[...]), through a statement compiled once per process.
+            row.updated_at = timezone.now()  # as auto_now sets it
+            values = [row.messages, row.iteration, row.input_tokens, row.output_tokens]
+            values += [row.tools_used, row.updated_at]
+            if extra:
+                n = statements.save_ended_frame(row.pk, *values, row.status, row.result)
+            else:
+                n = statements.save_frame(row.pk, *values)
+            if not n:
+                raise DatabaseError("Save with update_fields did not affect any rows.")
+        else:
+            row.save(
+                update_fields=[
+                    "messages",
+                    "iteration",
+                    "input_tokens",
+                    "output_tokens",
+                    "tools_used",
+                    "updated_at",
+                    *extra,
+                ]
+            )
+        if self.unsaved_answer and self.live is not None:
+            transaction.on_commit(self.live.message_saved)
+        self.unsaved_answer = False
+        if self.resumed:
+            resumed = list(dict.fromkeys(self.resumed))
+            statements.mark_resumed(resumed, self.engine.clock())
+            self.resumed = []
+        events.record_many(self.buffered)
+        self.buffered = []
+
+    def _decisions(self, frame: Frame) -> dict[str, Decision]:
+        """Decided suspensions of this frame whose tool uses still wait for a result."""
+        waiting = {u["id"] for u in msgs.unresolved_tool_uses(frame.messages)}
+        if not waiting:
+            return {}
+        decided = statements.decided(self.row.pk, sorted(waiting))
+        result = {}
+        for s in decided:
+            result[s.tool_use_id] = Decision(
+                status=s.status,
+                approved=bool(s.approved),
+                reason=s.reason,
+                modified_args=s.modified_args,
+                response=s.response,
+                decided_by=s.decided_by_name or None,
+            )
+            if s.resumed_at is None:
+                self.resumed.append(s.pk)
+                self._buffer(
+                    Event.Type.AGENT_RESUMED,
+                    {
+                        "tool": s.tool_name,
+                        "status": s.status,
+                        "approved": s.approved,
+                        **self._where(),
+                    },
+                    suspension_id=s.pk,
+                )
+        return result
+
+    def _close_live(self, alone: bool = True) -> None:
+        """The frame stops working: its live view goes with the step's last commit, so no page
+        sees a live line after the thread's end (LiveWriter.close is safe in a transaction).
+        `alone=False`: no savepoint of its own; a failure fails the step's transaction."""
+        if self.live is not None:
+            self.live.close(alone=alone)
+            self.live = None
+
+    def _idle_lane(self) -> None:
+        """The lane stops until a decision or its instances wake it; the lease goes back."""
+        StackFrame.objects.filter(pk=self.lane.pk, lease_owner=self.owner).update(
+            runnable_since=None, lease_owner="", lease_expires_at=None
+        )
+
+    def _end(self, status: str) -> None:
+        """The thread's new status (with its result and error), the lease given back, if the
+        lease is still this run's; else LeaseLost (the transaction rolls back). One statement
+        where _renew and _set_status are two; the thread's row is locked first, as
+        cancel_thread and the events' chain take it."""
+        now = self.engine.clock()
+        n = statements.end_step(
+            self.thread.pk, self.owner, status, self.thread.result, self.thread.error, now
+        )
+        if not n:
+            raise LeaseLost(self.thread.pk)
+        self.thread.status = status
+        self.thread.lease_owner = ""
+        self.thread.lease_expires_at = None
+        self.thread.updated_at = now
+
+    def _hold(self) -> None:
+        """Undo _end in the same transaction: the thread runs on under this run's lease."""
+        expires = self.engine._lease_end()
+        Thread.objects.filter(pk=self.thread.pk).update(
+            status=Thread.Status.RUNNING, lease_owner=self.owner, lease_expires_at=expires
+        )
+        self.thread.status = Thread.Status.RUNNING
+        self.thread.lease_owner = self.owner
+        self.thread.lease_expires_at = expires
+
+    def _set_status(self, status: str, extra: list[str] | None = None) -> None:
+        """The last write of a step: the new status, and the lease given back with it."""
+        self.thread.status = status
+        self.thread.lease_owner = ""
+        self.thread.lease_expires_at = None
+        self.thread.save(
+            update_fields=[
+                "status",
+                "lease_owner",
+                "lease_expires_at",
+                "updated_at",
+                *(extra or []),
+            ]
+        )

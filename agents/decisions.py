@@ -1,0 +1,233 @@
+"""Decisions on suspensions: approve, reject or respond, a quorum's votes, and ignore.
+
+Each is one transaction that writes its events; a decision is a conditional update, so of
+approve, reject, timeout and cancel exactly one wins (invariant 2). Every change that touches
+a thread's suspensions locks the thread row first, so two decisions of one group cannot both
+miss that the group is complete.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents import events, policy, statements
+from agents.deadlines import time_out
+from agents.groups import resume_if_group_done
+from agents.hashing import canonical_hash
+from agents.models import Event, Suspension, Thread, Vote
+from agents.payloads import iso
+
+S = Suspension.Status
+
+
+@dataclass
+class Decided:
+    suspension: Suspension
+    created: bool  # this call took the decision, or cast its vote (False: it was already taken)
+    # A quorum's vote that did not decide yet: who approved so far and how many are needed.
+    votes: dict[str, Any] | None = None
+
+
+def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
+    """Is `decision` what was recorded? Repeating it is harmless; anything else conflicts."""
+    if decision.get("ignore") or s.status not in (S.APPROVED, S.REJECTED, S.RESPONDED):
+        return False
+    if "response" in decision:
+        return s.status in (S.APPROVED, S.RESPONDED) and s.response == decision["response"]
+    if s.status == S.RESPONDED:
+        return False
+    return (
+        s.approved == decision.get("approved")
+        and (s.reason or "") == (decision.get("reason") or "")
+        and s.modified_args == decision.get("modifiedArgs")
+    )
+
+
+_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
+
+
+def decide(
+    suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
+) -> Decided:
+    """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
+    (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
+    response: the tool does not run and the model gets the text as its result).
+
+    The policy the suspension was made under is checked here, for every path that decides
+    (agents.policy.check), with the thread's and the suspension's rows locked: raises
+    Refused, changing nothing. Under a quorum an approval is a vote (a Vote row and
+    SUSPENSION_VOTED) until the last one needed, which decides."""
+    now = now or timezone.now()
+    if "response" in decision and suspension.kind != Suspension.Kind.INPUT:
+        fields = {"status": S.RESPONDED, "approved": None, "response": decision["response"]}
+    elif "response" in decision:
+        fields = {"status": S.APPROVED, "approved": True, "response": decision["response"]}
+    else:
+        fields = {
+            "status": S.APPROVED if decision["approved"] else S.REJECTED,
+            "approved": bool(decision["approved"]),
+            "reason": decision.get("reason") or "",
+            "modified_args": decision.get("modifiedArgs"),
+        }
+    extra: dict[str, Any] = {}
+    with transaction.atomic():
+        thread = statements.lock_thread(suspension.thread_id)  # [(created_by_id,)], or none
+        # The suspension's row too: the votes of a quorum are counted under it, so of twenty
+        # votes at once exactly the one that completes the count decides.
+        locked = statements.lock_suspension(suspension.pk)
+        if (
+            locked is not None
+            and locked.status == S.PENDING
+            and (locked.expires_at is None or locked.expires_at > now)
+        ):
+            policy.check(locked, user, decision, thread[0][0] if thread else None)
+            if policy.of(locked)["quorum"] > 1 and "response" not in decision:
+                votes = _vote(locked, user, decision, now)
+                if votes["approvals"] < votes["required"] and decision["approved"]:
+                    return Decided(locked, created=True, votes=votes)
+                if decision["approved"]:
+                    # What the quorum approved: the latest edit (None: the arguments as sent).
+                    fields["modified_args"] = locked.modified_args
+                    extra = {"approved_by": votes["approved_by"], "quorum": votes["required"]}
+        who = (getattr(user, "pk", None), getattr(user, "username", ""))
+        if fields.keys() == _DECIDED_FIELDS and who[0] is not None:
+            # The approval or rejection of a person: the same update, compiled once.
+            values = (fields["status"], fields["approved"], fields["reason"])
+            won = statements.decide_pending(
+                suspension.pk, now, *who, *values, fields["modified_args"]
+            )
+        else:
+            won = (
+                Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
+                .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+                .update(decided_by=user, decided_by_name=who[1], decided_at=now, **fields)
+            )
+        if not won:
+            current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
+            if current.status == S.PENDING:
+                # The deadline passed before the sweeper saw it: the clock decided first.
+                time_out(current, now)
+                current.refresh_from_db()
+            return Decided(current, created=False)
+        # The row as the update left it, without reading it back: the locked row it changed
+        # (`won` means it was pending, so `locked` is that row) with the fields it wrote.
+        current = locked
+        for name, value in fields.items():
+            setattr(current, name, value)
+        current.decided_by = user
+        current.decided_by_name = getattr(user, "username", "")
+        current.decided_at = now
+        events.record(
+            Event.Type.SUSPENSION_DECIDED,
+            thread_id=current.thread_id,
+            suspension_id=current.pk,
+            actor=user,
+            payload={
+                "tool": current.tool_name,
+                "agent": current.agent_name,
+                **current.outcome(),
+                **extra,
+            },
+        )
+        resume_if_group_done(current, now)
+    return Decided(current, created=True)
+
+
+def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> Decided:
+    """Dismiss a pending suspension from the inbox without deciding it: it stays pending and
+    its deadline still applies (its on_timeout decides it then, unless someone does first).
+
+    Who may decide it may dismiss it, if its policy allows (agents.policy.check, under the
+    same locks as decide); SUSPENSION_IGNORED records who and when. `created` is False when
+    it was already dismissed, or is no longer pending (the caller answers with its outcome):
+    a deadline already passed is applied first, as decide does."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
+        locked = Suspension.objects.select_for_update().get(pk=suspension.pk)
+        if locked.status == S.PENDING and locked.expires_at and locked.expires_at <= now:
+            time_out(locked, now)
+            locked.refresh_from_db()
+        if locked.status != S.PENDING or locked.ignored_at is not None:
+            return Decided(locked, created=False)
+        policy.check(locked, user, {"ignore": True}, thread.created_by_id if thread else None)
+        name = getattr(user, "username", "")
+        # An ignored request is closed for people: its ladder stops here, in the same
+        # transaction (agents.reminders.apply_ladder_steps skips ignored ones as well).
+        won = Suspension.objects.filter(
+            pk=locked.pk, status=S.PENDING, ignored_at__isnull=True
+        ).update(ignored_at=now, ignored_by=user, ignored_by_name=name, next_step_at=None)
+        if not won:
+            return Decided(Suspension.objects.get(pk=locked.pk), created=False)
+        locked.ignored_at, locked.ignored_by, locked.ignored_by_name = now, user, name
+        locked.next_step_at = None
+        events.record(
+            Event.Type.SUSPENSION_IGNORED,
+            thread_id=locked.thread_id,
+            suspension_id=locked.pk,
+            actor=user,
+            payload={
+                "tool": locked.tool_name,
+                "agent": locked.agent_name,
+                "by": name or None,
+                "at": now.isoformat(),
+                "expires_at": iso(locked.expires_at),
+                "on_timeout": locked.on_timeout,
+            },
+        )
+    return Decided(locked, created=True)
+
+
+def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """One reviewer's vote on a suspension that needs a quorum (the caller holds its lock).
+    An approval with other arguments than the current proposal is a new proposal: the count
+    starts again from it. Returns the count for the current proposal."""
+    approved = bool(decision["approved"])
+    edited = decision.get("modifiedArgs")
+    if (
+        approved
+        and edited is not None
+        and canonical_hash(edited) != canonical_hash(policy.proposal(s))
+    ):
+        Suspension.objects.filter(pk=s.pk).update(modified_args=edited)
+        s.modified_args = edited
+    digest = canonical_hash(policy.proposal(s))
+    # A reviewer who approved may still reject: their vote becomes the rejection.
+    Vote.objects.update_or_create(
+        suspension=s,
+        user=user,
+        args_hash=digest,
+        defaults={
+            "user_name": getattr(user, "username", ""),
+            "approved": approved,
+            "reason": decision.get("reason") or "",
+        },
+    )
+    approved_by = policy.approvals(s)
+    votes = {
+        "approvals": len(approved_by),
+        "required": policy.of(s)["quorum"],
+        "approved_by": approved_by,
+    }
+    if approved:
+        events.record(
+            Event.Type.SUSPENSION_VOTED,
+            thread_id=s.thread_id,
+            suspension_id=s.pk,
+            actor=user,
+            payload={
+                "tool": s.tool_name,
+                "agent": s.agent_name,
+                "by": getattr(user, "username", ""),
+                "approved": approved,
+                "reason": decision.get("reason") or "",
+                "edited_args": s.modified_args,
+                "args_hash": digest,
+                **votes,
+            },
+        )
+    return votes

@@ -1,0 +1,111 @@
+"""A worker's lease on a thread or on an agent instance's lane: claim, heartbeat, release.
+
+The lease is short (THREAD_LEASE_SECONDS) and a heartbeat thread renews it while the worker
+runs the thread, so a worker that dies (SIGKILL, a lost database connection) stops renewing
+and the sweeper hands the thread to another worker within seconds; a live worker keeps it for
+as long as a tool or a model call takes.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+from agents.models import StackFrame, Thread
+
+log = logging.getLogger(__name__)
+
+ACTIVE = StackFrame.Status.ACTIVE
+
+
+class LeaseLost(Exception):
+    """Another worker took the thread over, or it was cancelled: stop without writing."""
+
+
+def claim_lane(frame_id: Any, owner: str, until: datetime, now: datetime) -> int:
+    """Take an agent instance's lane if it is runnable and its lease is free; 1 when taken."""
+    return (
+        StackFrame.objects.filter(
+            pk=frame_id, instance__gt=0, status=ACTIVE, runnable_since__isnull=False
+        )
+        .exclude(lease_expires_at__gt=now)
+        .update(
+            lease_owner=owner,
+            lease_expires_at=until,
+            runnable_since=now,
+            requeues=0,
+        )
+    )
+
+
+def release_thread(thread_id: Any, owner: str) -> None:
+    """Give the lease back so the next task may run the thread at once. On a broken
+    connection this fails; the lease then runs out by itself within THREAD_LEASE_SECONDS,
+    and the error that broke the step is the one the task sees."""
+    try:
+        Thread.objects.filter(pk=thread_id, lease_owner=owner).update(
+            lease_owner="", lease_expires_at=None
+        )
+    except DatabaseError:
+        log.warning("thread %s: the lease could not be released", thread_id, exc_info=True)
+
+
+def release_lane(frame_id: Any, owner: str) -> None:
+    """release_thread for an agent instance's lane."""
+    try:
+        StackFrame.objects.filter(pk=frame_id, lease_owner=owner).update(
+            lease_owner="", lease_expires_at=None
+        )
+    except DatabaseError:
+        log.warning("instance %s: the lease could not be released", frame_id, exc_info=True)
+
+
+class Heartbeat(threading.Thread):
+    """Renews a held lease every third of THREAD_LEASE_SECONDS while the worker runs the
+    thread. It stops renewing when the lease is no longer this worker's (cancelled, taken
+    over); the worker learns that at its next checkpoint (Checkpoints._renew raises
+    LeaseLost). `lease_end` gives the renewed lease's end (Engine._lease_end)."""
+
+    def __init__(
+        self, lease_end: Callable[[], Any], thread_id: Any, owner: str, lane: bool = False
+    ) -> None:
+        super().__init__(name=f"lease-{thread_id}", daemon=True)
+        self.lease_end = lease_end
+        self.thread_id = thread_id  # the instance's frame id for a lane
+        self.owner = owner
+        self.lane = lane
+        self.interval = max(settings.THREAD_LEASE_SECONDS / 3, 0.05)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        renewed = False
+        try:
+            while not self.stopped.wait(self.interval):
+                renewed = True
+                try:
+                    if self.lane:
+                        rows = StackFrame.objects.filter(status=ACTIVE)
+                    else:
+                        rows = Thread.objects.filter(status=Thread.Status.RUNNING)
+                    held = rows.filter(pk=self.thread_id, lease_owner=self.owner).update(
+                        lease_expires_at=self.lease_end()
+                    )
+                except DatabaseError:
+                    # The database is away: the next beat tries again; if the lease runs out
+                    # meanwhile, the checkpoint after the step notices.
+                    log.warning("thread %s: lease renewal failed", self.thread_id, exc_info=True)
+                    continue
+                if not held:
+                    return
+        finally:
+            if renewed:
+                # This thread's own connection (asking for it in a thread that made no query
+                # would set one up just to close it, on every step).
+                connection.close()
+
+    def stop(self) -> None:
+        self.stopped.set()

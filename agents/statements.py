@@ -1,0 +1,313 @@
+"""The statements every step and every decision makes, compiled once per process.
+
+Each sits behind a function named for what it does (claim_lease, active_stack, mark_resumed,
+...), so the engine and the decisions call the function and never see gateway.compiled. The
+sentinels are values no real row has.
+"""
+
+import functools
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.db.models import Exists, Q
+
+from agents.models import AgentDefinition, StackFrame, Suspension, Thread
+from gateway.compiled import Compiled, CompiledUpdate, fields
+
+ACTIVE = StackFrame.Status.ACTIVE
+S = Suspension.Status
+
+# The active frames of a thread's main stack, or of one instance's lane, by depth: read at
+# each step of every run, so compiled once per process (gateway.compiled).
+_MAIN_STACK = Compiled(
+    lambda thread: (
+        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane__isnull=True)
+        .order_by("depth")
+        .values_list(*fields(StackFrame))
+    ),
+    uuid.UUID(int=1),
+)
+_LANE_STACK = Compiled(
+    lambda thread, lane: (
+        StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane_id=lane)
+        .order_by("depth")
+        .values_list(*fields(StackFrame))
+    ),
+    uuid.UUID(int=1),
+    -7331,
+)
+
+
+# The writes of every step, compiled once per process (gateway.compiled); the sentinels are
+# values no real row has. A run claims a runnable thread whose lease is free...
+_RUNNING = Thread.Status.RUNNING
+_AT = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
+_CLAIM = CompiledUpdate(
+    lambda thread, owner, until, now: (
+        Thread.objects.filter(pk=thread, status=_RUNNING).exclude(lease_expires_at__gt=now),
+        {"lease_owner": owner, "lease_expires_at": until, "runnable_since": now, "requeues": 0},
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    _AT,
+    _AT + timedelta(microseconds=1),
+)
+# ...renews its lease at each checkpoint...
+_RENEW = CompiledUpdate(
+    lambda thread, owner, until: (
+        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
+        {"lease_expires_at": until},
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    _AT,
+)
+# ...and ends its step with the thread's new status, giving the lease back (Checkpoints._end).
+_END = CompiledUpdate(
+    lambda thread, owner, status, result, error, now: (
+        Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
+        {
+            "status": status,
+            "result": result,
+            "error": error,
+            "lease_owner": "",
+            "lease_expires_at": None,
+            "updated_at": now,
+        },
+    ),
+    uuid.UUID(int=1),
+    "(lease owner)",
+    "(status)",
+    "(result)",
+    "(error)",
+    _AT,
+)
+# The frame's checkpoint (Checkpoints._save), and the one that ends it.
+_FRAME_FIELDS = ("messages", "iteration", "input_tokens", "output_tokens", "tools_used")
+_FRAME_SENTINELS = ([{"(messages)": 1}], -7331, -7332, -7333, ["(tools used)"], _AT)
+_SAVE_FRAME = CompiledUpdate(
+    lambda frame, *values: (
+        StackFrame.objects.filter(pk=frame),
+        dict(zip((*_FRAME_FIELDS, "updated_at"), values, strict=True)),
+    ),
+    -7330,
+    *_FRAME_SENTINELS,
+)
+_SAVE_ENDED_FRAME = CompiledUpdate(
+    lambda frame, *values: (
+        StackFrame.objects.filter(pk=frame),
+        dict(zip((*_FRAME_FIELDS, "updated_at", "status", "result"), values, strict=True)),
+    ),
+    -7330,
+    *_FRAME_SENTINELS,
+    "(status)",
+    "(result)",
+)
+
+
+# A frame's suspensions for some of its tool uses, read at each step that raises or resumes
+# them: compiled once per process for each number of tool uses (a step has one, or a few).
+@functools.cache
+def _raised(uses: int) -> Compiled:
+    """The (tool_use_id, status) of the frame's suspensions for `uses` tool uses."""
+    return Compiled(
+        lambda frame, *ids: Suspension.objects.filter(
+            frame_id=frame, tool_use_id__in=ids
+        ).values_list("tool_use_id", "status"),
+        -7331,
+        *(f"(tool use {i})" for i in range(uses)),
+    )
+
+
+@functools.cache
+def _mark_resumed(n: int) -> CompiledUpdate:
+    """Suspension.objects.filter(pk__in=<n ids>, resumed_at__isnull=True)
+    .update(resumed_at=now)."""
+    return CompiledUpdate(
+        lambda now, *ids: (
+            Suspension.objects.filter(pk__in=ids, resumed_at__isnull=True),
+            {"resumed_at": now},
+        ),
+        _AT,
+        *(uuid.UUID(int=i + 1) for i in range(n)),
+    )
+
+
+@functools.cache
+def _decided(uses: int) -> Compiled:
+    """The frame's decided suspensions (whole rows) for `uses` tool uses."""
+    return Compiled(
+        lambda frame, *ids: (
+            Suspension.objects.filter(frame_id=frame, tool_use_id__in=ids)
+            .exclude(status=Suspension.Status.PENDING)
+            .values_list(*fields(Suspension))
+        ),
+        -7331,
+        *(f"(tool use {i})" for i in range(uses)),
+    )
+
+
+# The thread a run drives, with its agent: read at the start of every step.
+_THREAD_WITH_AGENT = Compiled(
+    lambda thread: Thread.objects.filter(pk=thread).values_list(
+        *fields(Thread), *(f"agent__{name}" for name in fields(AgentDefinition))
+    ),
+    uuid.UUID(int=1),
+)
+
+
+def active_stack(thread_id: Any, lane_id: Any = None) -> list[StackFrame]:
+    """The active frames of the thread's main stack (or of the lane `lane_id`), by depth."""
+    if lane_id is None:
+        return _MAIN_STACK.instances(StackFrame, thread_id)
+    return _LANE_STACK.instances(StackFrame, thread_id, lane_id)
+
+
+def claim_lease(thread_id: Any, owner: str, until: datetime, now: datetime) -> int:
+    """Take a runnable thread whose lease is free; 1 when taken."""
+    return _CLAIM.run(thread_id, owner, until, now)
+
+
+def renew_lease(thread_id: Any, owner: str, until: datetime) -> int:
+    """Extend a running thread's lease held by `owner`; 0 when it is no longer held."""
+    return _RENEW.run(thread_id, owner, until)
+
+
+def end_step(
+    thread_id: Any, owner: str, status: str, result: str, error: str, now: datetime
+) -> int:
+    """The thread's new status, result and error, the lease given back, if `owner` holds it."""
+    return _END.run(thread_id, owner, status, result, error, now)
+
+
+def save_frame(frame_id: Any, *values: Any) -> int:
+    """A frame's checkpoint: its messages, iteration, tokens, tools used and updated_at."""
+    return _SAVE_FRAME.run(frame_id, *values)
+
+
+def save_ended_frame(frame_id: Any, *values: Any) -> int:
+    """save_frame with the frame's final status and result."""
+    return _SAVE_ENDED_FRAME.run(frame_id, *values)
+
+
+def raised(frame_id: Any, tool_use_ids: list[str]) -> dict[str, str]:
+    """The status of the frame's suspensions for these tool uses, by tool_use id."""
+    return dict(_raised(len(tool_use_ids)).rows(frame_id, *tool_use_ids))
+
+
+def mark_resumed(ids: list[Any], now: datetime) -> int:
+    """Stamp resumed_at on the suspensions `ids` that have none yet."""
+    return _mark_resumed(len(ids)).run(now, *ids)
+
+
+def decided(frame_id: Any, tool_use_ids: list[str]) -> list[Suspension]:
+    """The frame's decided suspensions for these tool uses."""
+    return _decided(len(tool_use_ids)).instances(Suspension, frame_id, *tool_use_ids)
+
+
+def thread_with_agent(thread_id: Any) -> Thread:
+    """Thread.objects.select_related("agent").get(pk=thread_id), through a statement compiled
+    once per process (gateway.compiled)."""
+    rows = _THREAD_WITH_AGENT.rows(thread_id)
+    if not rows:
+        raise Thread.DoesNotExist(thread_id)
+    names = fields(Thread)
+    thread = Thread.from_db("default", names, rows[0][: len(names)])
+    thread.agent = AgentDefinition.from_db(
+        "default", fields(AgentDefinition), rows[0][len(names) :]
+    )
+    return thread
+
+
+# decide's locks: every decision takes them.
+_LOCK_THREAD = Compiled(
+    lambda pk: (
+        Thread.objects.select_for_update().filter(pk=pk).order_by().values_list("created_by_id")[:1]
+    ),
+    uuid.UUID(int=1),
+)
+_LOCK_SUSPENSION = Compiled(
+    lambda pk: (
+        Suspension.objects.select_for_update()
+        .filter(pk=pk)
+        .order_by()
+        .values_list(*fields(Suspension))[:1]
+    ),
+    uuid.UUID(int=1),
+)
+
+
+# A pending suspension, before its deadline, approved or rejected by a person (decide).
+_DECIDE = CompiledUpdate(
+    lambda pk, now, by, name, status, approved, reason, args: (
+        Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        ),
+        {
+            "decided_by_id": by,
+            "decided_by_name": name,
+            "decided_at": now,
+            "status": status,
+            "approved": approved,
+            "reason": reason,
+            "modified_args": args,
+        },
+    ),
+    uuid.UUID(int=1),
+    datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC),
+    -7331,
+    "(decided by)",
+    "(status)",
+    True,
+    "(reason)",
+    {"(modified args)": 1},
+)
+
+
+# Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
+# frame on the main stack (no lane), made runnable: compiled once, as the ORM rebuilt its two
+# subqueries at every decision, a fifth of the decision POST's CPU (bench/README.md).
+_RESUME_MAIN_STACK = CompiledUpdate(
+    lambda thread, group, frame, now: (
+        Thread.objects.filter(pk=thread, status=Thread.Status.SUSPENDED)
+        .filter(~Exists(Suspension.objects.filter(group=group, status=S.PENDING)))
+        .filter(Exists(StackFrame.objects.filter(pk=frame, lane__isnull=True))),
+        {"status": Thread.Status.RUNNING, "runnable_since": now, "updated_at": now},
+    ),
+    uuid.UUID(int=1),
+    uuid.UUID(int=2),
+    -7330,
+    datetime(2001, 2, 3, 4, 5, 6, tzinfo=UTC),
+)
+
+
+def lock_thread(thread_id: Any) -> list[tuple[Any]]:
+    """Lock the thread's row: [(created_by_id,)], or [] when it is gone."""
+    return _LOCK_THREAD.rows(thread_id)
+
+
+def lock_suspension(suspension_id: Any) -> Suspension | None:
+    """Lock the suspension's row and read it."""
+    return next(iter(_LOCK_SUSPENSION.instances(Suspension, suspension_id)), None)
+
+
+def decide_pending(
+    suspension_id: Any,
+    now: datetime,
+    by: Any,
+    name: str,
+    status: str,
+    approved: bool,
+    reason: str,
+    modified_args: Any,
+) -> int:
+    """A person's approval or rejection of a pending suspension before its deadline; 1 when
+    this call decided it."""
+    return _DECIDE.run(suspension_id, now, by, name, status, approved, reason, modified_args)
+
+
+def resume_main_stack(thread_id: Any, group: Any, frame_id: Any, now: datetime) -> int:
+    """A suspended thread runs again when none of the group waits and the frame is on its
+    main stack; 1 when it was made runnable."""
+    return _RESUME_MAIN_STACK.run(thread_id, group, frame_id, now)
