@@ -22,9 +22,10 @@ from starlette.responses import JSONResponse
 from approvals import scopes
 from approvals.auth import bearer
 from approvals.external_api import READ_SCOPES, SEE_OTHERS, read, wait_seconds
-from approvals.hub import Batch, hub
+from approvals.hub import hub
 from approvals.models import digest
 from approvals.revocation import Credential
+from approvals.settled import Batch
 from gateway.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0
