@@ -18,7 +18,7 @@ SUMMARY_STEPS = ((2000, 50, 6), (500, 20, 4), (100, 10, 3))
 def socket_message(message: dict[str, Any]) -> str:
     """The event as one socket message of at most MESSAGE_LIMIT bytes: whole when it fits,
     else a summary whose payload is cut down, with `"truncated": true` and the `url` of the
-    whole event (approvals.event_api). Both the replay and the live batches come from here."""
+    whole event (approvals.api.events). Both the replay and the live batches come from here."""
     text = json.dumps(message)  # ASCII only, so its length is its size in bytes
     if len(text) <= MESSAGE_LIMIT:
         return text

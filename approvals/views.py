@@ -15,7 +15,7 @@ from agents.actions import suspension_payload
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
 from approvals import admission, excerpt, ratelimits
-from approvals.api import thread_instances, thread_usage
+from approvals.api.payloads import thread_instances, thread_usage
 from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
 from approvals.http import error, parse_uuid

@@ -4,9 +4,10 @@ CancelTask, on the gateway's own rows.
 Blocking code (the ORM): approvals.a2a.handler calls it from worker threads. Every change goes
 through agents.actions with the checks and limits of the REST API (approvals.api): a run is
 started as POST /api/threads starts one, a reply goes to an agent that waits for input as
-POST /api/threads/{id}/messages sends it, a decision is checked by approvals.api.parse_decision
-and answered like resumeExecution (the same decision again is fine; a different one learns the
-recorded outcome), and a cancel is POST /api/threads/{id}/cancel.
+POST /api/threads/{id}/messages sends it, a decision is checked by
+approvals.api.decisions.parse_decision and answered like resumeExecution (the same decision
+again is fine; a different one learns the recorded outcome), and a cancel is
+POST /api/threads/{id}/cancel.
 """
 
 import json
@@ -44,7 +45,7 @@ from approvals.a2a.access import (
     steer,
 )
 from approvals.a2a.reads import pending, snapshot
-from approvals.api import parse_decision
+from approvals.api.decisions import parse_decision
 from approvals.http import BadRequest, parse_uuid, text_too_long
 from approvals.models import Scope
 
@@ -231,9 +232,9 @@ def _question(msg: Message, questions: list[Suspension]) -> Suspension:
 
 
 def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None:
-    """Decisions, as resumeExecution takes them (approvals.api.resume): each is checked by
-    parse_decision before any is taken; a repeat of the recorded decision is fine, a
-    different one is refused with the recorded outcome."""
+    """Decisions, as resumeExecution takes them (approvals.api.decisions.resume): each is
+    checked by parse_decision before any is taken; a repeat of the recorded decision is fine,
+    a different one is refused with the recorded outcome."""
     require(user, DECIDE, "decide suspensions")
     require_scope(user, Scope.DECIDE, "decide suspensions")
     ratelimits.hit(ratelimits.DECISIONS, user)
