@@ -29,7 +29,7 @@
     return JSON.stringify(value, null, 2);
   }
 
-  /* Who may decide (agents.policy): the page knows who is looking (approvals.views.me) and
+  /* Who may decide (agents.policy): the page knows who is looking (approvals.cards.me) and
      says why they may not, with the words of agents.policy.why_not. */
   var me = live.data.me || {};
 
@@ -92,7 +92,7 @@
     return "/api/suspensions/" + encodeURIComponent(card.dataset.id);
   }
 
-  /* The raw JSON view, data-args and the editor, as approvals/views.py `card` renders them: the
+  /* The raw JSON view, data-args and the editor, as approvals/cards.py `card` renders them: the
      arguments whole while their JSON fits a card (DISPLAY_MAX_CARD_BYTES), else cut at the value
      limit, with no data-args and an empty editor: the card refuses to edit them (openEdit). */
   function showRaw(card, args) {
