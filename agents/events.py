@@ -13,6 +13,7 @@ from django.dispatch import Signal
 
 from agents import chain
 from agents.models import Event
+from agents.wire import socket_message
 from gateway import pubsub
 from gateway.compiled import insert
 
@@ -142,9 +143,8 @@ CARRIED_LIMIT = 32 * 1024
 
 def wake_message(written: list[Event], live: set[str] | None = None) -> dict[str, Any]:
     """WAKE, with the events written (id, socket message, created_at), when all of them fit in
-    CARRIED_LIMIT and have their ids, and the threads whose live lines changed (`live`)."""
-    from approvals.hub import socket_message  # the hub's own encoding: the same text either way
-
+    CARRIED_LIMIT and have their ids, and the threads whose live lines changed (`live`). The
+    messages are the events' wire form (agents.wire), the same text the hubs read back."""
     wake = {**WAKE, "live": sorted(live)} if live else WAKE
     rows, size = [], 0
     for event in sorted(written, key=lambda e: e.id or 0):

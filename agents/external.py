@@ -105,7 +105,7 @@ def raise_request(
     request names). One transaction; a request its rules decide at once is made decided.
 
     Raises RunEnded, or IntegrityError when another call made the same request (or the run's
-    thread) meanwhile: the caller reads that one back (approvals.external_api)."""
+    thread) meanwhile: the caller reads that one back (approvals.api.external)."""
     now = now or timezone.now()
     with transaction.atomic():
         thread = (

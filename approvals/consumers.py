@@ -11,7 +11,7 @@ nothing more and closes with 4401.
 
 A socket opened with `?thread=<uuid>` (the thread page's) also watches that thread's live text
 once its replay is done: the hub sends it the frames' LiveText rows as they are, then their
-changes, as LIVE_TEXT messages (the shape is in approvals.hub). Those are not events: they
+changes, as LIVE_TEXT messages (the shape is in approvals.live). Those are not events: they
 carry no id and leave the cursor alone. A socket that cannot keep up gets the newest message of
 each frame, not every one.
 
@@ -32,9 +32,10 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from approvals import scopes
 from approvals.cursor import GAP_WAIT
 from approvals.http import parse_uuid
-from approvals.hub import BATCH, Batch, hub, read_settled
+from approvals.hub import hub
 from approvals.models import Scope
 from approvals.revocation import Credential, revocations
+from approvals.settled import BATCH, Batch, read_settled
 from presence.session import MESSAGES as PRESENCE_MESSAGES
 from presence.session import PresenceSession
 

@@ -6,7 +6,7 @@ reviewer's browser. So every page, email and status text that shows such a value
 excerpt of it: the value cut on a character boundary at DISPLAY_MAX_VALUE_BYTES bytes of UTF-8,
 a card's arguments at DISPLAY_MAX_CARD_BYTES in all, saying how many bytes were left out and
 where the whole value is (GET /api/suspensions/{id} or GET /api/events/{id}, which a browser
-opens as text). The socket's own bound is approvals.hub.MESSAGE_LIMIT; static/js/text.js
+opens as text). The socket's own bound is agents.wire.MESSAGE_LIMIT; static/js/text.js
 `excerpt` cuts what the scripts draw by the same rule, with the limits the pages pass it
 (approvals.limits).
 """

@@ -2,8 +2,8 @@
 
 gateway.asgi sends a GET of one request with a `wait` and a bearer token here; everything else
 about requests (raising them, reading without waiting, a browser session) goes to Django
-(approvals.external_api). The answer is the one that view gives, read by the same function
-(approvals.external_api.read): at once when the request is decided or unknown or not the
+(approvals.api.external). The answer is the one that view gives, read by the same function
+(approvals.api.external.read): at once when the request is decided or unknown or not the
 caller's to read, else once it is decided or `wait` seconds have passed, whichever is first.
 
 While it waits, the reader is a subscriber of the process's event hub (approvals.hub), which
@@ -20,11 +20,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from approvals import scopes
+from approvals.api.external import READ_SCOPES, SEE_OTHERS, read, wait_seconds
 from approvals.auth import bearer
-from approvals.external_api import READ_SCOPES, SEE_OTHERS, read, wait_seconds
-from approvals.hub import Batch, hub
+from approvals.hub import hub
 from approvals.models import digest
 from approvals.revocation import Credential
+from approvals.settled import Batch
 from gateway.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0

@@ -47,6 +47,15 @@ def error(
     return JsonResponse(body, status=status)
 
 
+def not_found(what: str) -> JsonResponse:
+    return error(404, "not_found", f"No such {what}.")
+
+
+def bad_request(e: BadRequest) -> JsonResponse:
+    """The answer to a refused request: its status, code, detail and field errors."""
+    return error(e.status, e.code, e.detail, e.fields)
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: API callers get the JSON error shape too; pages get Django's plain page."""
     if request.path.startswith("/api/"):

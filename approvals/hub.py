@@ -14,54 +14,29 @@ recorded after a revocation committed reaches a socket opened with that credenti
 
 The hub applies the same rule as a socket to a missing id: it does not step over one until
 the gap has settled (approvals.cursor), so a batch never skips an event that is still being
-committed.
-
-Live text (agents.streaming) is not an event: it has no id and never moves a socket's cursor.
-A socket that watches a thread (the thread page's, `/ws/events/?after=N&thread=<uuid>`) gets,
-for each frame of that thread with a LiveText row, the row as it is when it watches and then
-each change, as one message:
-
-    {"type": "LIVE_TEXT", "thread": uuid, "frame_id": int, "frame": "agent:research[2]",
-     "lane": int | null, "seq": int, "text": str, "activity": str, "cut": int, "done": bool}
-
-`seq` grows with each write of the row (a page applies a message only if its seq is newer than
-the one it shows); `lane` is the instance frame the frame works in (null on the main stack);
-`cut` is how many characters at the start of `text` were left out to keep the message under
-MESSAGE_LIMIT (the text is whole once its AGENT_MESSAGE event is stored). When the row is
-deleted (the frame stopped working) the message comes once more with `"done": true`, the last
-seq, and empty text and activity; a row made again for the same frame (seq from 1) follows its
-`done`. The hub reads the rows of watched threads only: at once when the channel layer brings a
-wake-up from the writer, and every SAFETY_POLL regardless; with no channel layer, every
-TAIL_INTERVAL.
+committed: it reads through approvals.settled. It also reads the live text of the threads its
+sockets watch (approvals.live).
 """
 
 import asyncio
-import json
 import logging
 import weakref
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
 from agents.events import EVENTS_GROUP
-from agents.models import Event, LiveText
 from agents.streaming import LIVE_WAKE
 from approvals.clearance import Clearances
-from approvals.cursor import GAP_WAIT, gap_horizon, gap_settled, page_cursor
+from approvals.cursor import GAP_WAIT, page_cursor
+from approvals.live import LiveFrame, read_live
 from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
+from approvals.settled import BATCH, Batch, Row, read_settled
 from gateway.aio import blocking, detached_task, follow_group, wait_event
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
-# One socket message at most, in bytes. daphne refuses frames over 1 MiB and a browser page
-# applies every message it gets: a bigger event travels as a summary, whole over REST.
-MESSAGE_LIMIT = 16 * 1024
-# How a summary shrinks an event's payload, tried in turn until the message fits: the longest
-# string kept (characters), the most items of a list or keys of an object, the deepest nesting.
-SUMMARY_STEPS = ((2000, 50, 6), (500, 20, 4), (100, 10, 3))
 TAIL_INTERVAL = 0.1  # no channel layer: how often the table is read
 SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at most this long
 # Carried events past a missing id wait this long for the missing id's own wake-up before the
@@ -71,23 +46,6 @@ SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at mos
 # CPU under bench/cycles.py). A missing id that never comes (a rolled-back insert) costs this
 # much delay before the read that settles it.
 CARRY_GRACE = 0.05
-LIVE_TEXT = "LIVE_TEXT"
-
-
-@dataclass(frozen=True)
-class Row:
-    id: int
-    text: str  # the socket message, JSON-encoded once for every socket
-    created_at: Any
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Events the hub read, ids ascending. `prev`: every event up to it came in earlier
-    batches, so a socket whose cursor is at least `prev` misses nothing by applying `rows`."""
-
-    prev: int
-    rows: list[Row]
 
 
 class Subscriber(Protocol):
@@ -102,186 +60,6 @@ class Watcher(Subscriber, Protocol):
     """A subscriber that also watches a thread's live text (EventHub.watch)."""
 
     def deliver_live(self, frame_id: int, done: bool, text: str) -> None: ...
-
-
-def read_after(after: int, limit: int = BATCH) -> list[Row]:
-    """Events after `after` in id order, as socket messages (blocking: call it in a thread)."""
-    rows = Event.objects.filter(id__gt=after).order_by("id")[:limit]
-    return [Row(e.id, socket_message(e.as_message()), e.created_at) for e in rows]
-
-
-def socket_message(message: dict[str, Any]) -> str:
-    """The event as one socket message of at most MESSAGE_LIMIT bytes: whole when it fits,
-    else a summary whose payload is cut down, with `"truncated": true` and the `url` of the
-    whole event (approvals.event_api). Both the replay and the live batches come from here."""
-    text = json.dumps(message)  # ASCII only, so its length is its size in bytes
-    if len(text) <= MESSAGE_LIMIT:
-        return text
-    head = {k: v for k, v in message.items() if k != "payload"}
-    head.update(truncated=True, url=f"/api/events/{message['id']}")
-    payload = message.get("payload")
-    for longest, items, depth in SUMMARY_STEPS:
-        text = json.dumps({**head, "payload": shrink(payload, longest, items, depth)})
-        if len(text) <= MESSAGE_LIMIT:
-            return text
-    # Still too big (thousands of keys): keep the payload's short top-level values, which name
-    # what the event is about (ids, status, tool), and let the client fetch the rest.
-    kept = {
-        k: v
-        for k, v in (payload.items() if isinstance(payload, dict) else ())
-        if len(k) <= 100 and (v is None or isinstance(v, bool | int | float) or _short(v))
-    }
-    text = json.dumps({**head, "payload": kept})
-    if len(text) <= MESSAGE_LIMIT:
-        return text
-    return json.dumps({**head, "payload": {}})
-
-
-def _short(value: Any) -> bool:
-    return isinstance(value, str) and len(value) <= 100
-
-
-def shrink(value: Any, longest: int, items: int, depth: int) -> Any:
-    """`value` with long strings cut (with a marker saying how much), long lists and objects
-    cut to their first `items`, and what is nested deeper than `depth` replaced by a marker."""
-    if isinstance(value, str):
-        if len(value) <= longest:
-            return value
-        return f"{value[:longest]}… [{len(value) - longest} more characters]"
-    if not isinstance(value, dict | list):
-        return value
-    if depth <= 0:
-        return "… [nested value cut]"
-    if isinstance(value, list):
-        kept = [shrink(v, longest, items, depth - 1) for v in value[:items]]
-        if len(value) > items:
-            kept.append(f"… [{len(value) - items} more items]")
-        return kept
-    cut = dict(list(value.items())[:items])
-    shrunk = {
-        shrink(k, 100, items, 1): shrink(v, longest, items, depth - 1) for k, v in cut.items()
-    }
-    if len(value) > items:
-        shrunk["…"] = f"{len(value) - items} more keys"
-    return shrunk
-
-
-def contiguous(after: int, rows: list[Row], horizon: int) -> tuple[list[Row], bool]:
-    """The rows that may be applied after `after`, and whether an unsettled gap stopped them."""
-    taken: list[Row] = []
-    cursor = after
-    for row in rows:
-        if row.id != cursor + 1 and not gap_settled(row.id, row.created_at, horizon):
-            return taken, True
-        taken.append(row)
-        cursor = row.id
-    return taken, False
-
-
-def read_settled(after: int) -> tuple[list[Row], bool]:
-    """Events after `after` up to the first gap that has not settled (approvals.cursor), and
-    whether such a gap stopped the read. Blocking: call it in a thread."""
-    rows, stopped = contiguous(after, read_after(after), horizon=0)
-    if stopped:
-        # A gap: learn the horizon, then read again, in that order.
-        horizon = gap_horizon()
-        rows, stopped = contiguous(after, read_after(after), horizon)
-    return rows, stopped
-
-
-@dataclass(frozen=True)
-class LiveFrame:
-    """One LiveText row as the hub last read it, with its socket message."""
-
-    frame_id: int
-    thread: str
-    seq: int
-    updated_at: Any
-    label: str
-    lane: int | None
-    text: str  # the LIVE_TEXT socket message, JSON-encoded once for every socket
-
-    def done(self) -> str:
-        return live_message(self.thread, self.frame_id, self.label, self.lane, self.seq, done=True)
-
-
-def live_message(
-    thread: str,
-    frame_id: int,
-    label: str,
-    lane: int | None,
-    seq: int,
-    text: str = "",
-    activity: str = "",
-    done: bool = False,
-) -> str:
-    """A LIVE_TEXT socket message of at most MESSAGE_LIMIT bytes. A longer text travels as
-    its tail, which is what a reader watches grow; `cut` counts the characters left out."""
-    message = {
-        "type": LIVE_TEXT,
-        "thread": thread,
-        "frame_id": frame_id,
-        "frame": label,
-        "lane": lane,
-        "seq": seq,
-        "text": text,
-        "activity": activity,
-        "cut": 0,
-        "done": done,
-    }
-    encoded = json.dumps(message)
-    if len(encoded) <= MESSAGE_LIMIT:
-        return encoded
-    # The room the text has beside the rest (its `cut` written at its longest), and a tail cut
-    # in proportion to what its characters cost as JSON until it fits: a step or two.
-    room = MESSAGE_LIMIT - len(json.dumps({**message, "text": "", "cut": len(text)}))
-    keep, size = len(text), len(json.dumps(text)) - 2
-    while size > room and keep:
-        keep = min(keep - 1, keep * room // size)
-        size = len(json.dumps(text[len(text) - keep :])) - 2
-    return json.dumps({**message, "text": text[len(text) - keep :], "cut": len(text) - keep})
-
-
-def read_live(
-    threads: list[str], known: dict[int, tuple[int, Any]]
-) -> tuple[set[int], list[LiveFrame]]:
-    """The frames of these threads that have live text, and those of them whose row is not
-    as `known` (frame id: (seq, updated_at)), read whole. Blocking: call it in a thread."""
-    current = LiveText.objects.filter(thread_id__in=threads).values_list(
-        "frame_id", "seq", "updated_at"
-    )
-    present = set()
-    changed = []
-    for frame_id, seq, updated_at in current:
-        present.add(frame_id)
-        if known.get(frame_id) != (seq, updated_at):
-            changed.append(frame_id)
-    if not changed:
-        return present, []
-    rows = (
-        LiveText.objects.filter(frame_id__in=changed)
-        .select_related("frame")
-        .only(
-            "thread_id",
-            "seq",
-            "text",
-            "activity",
-            "updated_at",
-            "frame__agent_type",
-            "frame__agent_name",
-            "frame__instance",
-            "frame__lane",
-        )
-    )
-    frames = []
-    for row in rows:
-        thread = str(row.thread_id)
-        label, lane = row.frame.label, row.frame.lane_id
-        message = live_message(thread, row.frame_id, label, lane, row.seq, row.text, row.activity)
-        frames.append(
-            LiveFrame(row.frame_id, thread, row.seq, row.updated_at, label, lane, message)
-        )
-    return present, frames
 
 
 class EventHub:

@@ -1,6 +1,6 @@
 """The API's shapes that several views share, for the OpenAPI document (approvals.openapi).
 
-They describe what agents.actions.suspension_payload, approvals.api.thread_payload and
+They describe what agents.payloads.suspension_payload, approvals.api.payloads.thread_payload and
 Event.as_message answer; they are not used to build the answers. A view's own request body
 and query sit next to the view.
 """

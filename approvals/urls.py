@@ -3,10 +3,10 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import audit, views
+from approvals import audit, inbox, views
 
 urlpatterns = [
-    path("", views.inbox, name="inbox"),
+    path("", inbox.inbox, name="inbox"),
     path("threads/<str:thread_id>/", views.thread_page, name="thread"),
     path("runs/new/", views.new_run, name="new_run"),
     path("audit/", audit.audit_page, name="audit"),

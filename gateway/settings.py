@@ -430,7 +430,7 @@ TOOL_TIME_LIMIT_SECONDS = envtimeout("TOOL_TIME_LIMIT_SECONDS", 300)
 # Modules that register the deployment's own tools when imported (comma-separated).
 TOOL_MODULES = [m for m in os.environ.get("TOOL_MODULES", "").split(",") if m.strip()]
 
-# Input limits of the API and the pages (approvals/api.py, approvals/forms.py): one oversized
+# Input limits of the API and the pages (approvals/api/, approvals/forms.py): one oversized
 # message or decision would otherwise travel into every event, socket and page that shows it.
 MAX_MESSAGE_CHARS = envint("MAX_MESSAGE_CHARS", 32000)  # a run's message, a reply, an answer
 MAX_REASON_CHARS = envint("MAX_REASON_CHARS", 2000)  # a decision's reason

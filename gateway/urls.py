@@ -5,23 +5,24 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from approvals import api, event_api, extend_api, external_api, openapi
+from approvals import openapi
 from approvals.a2a.card import agent_card
+from approvals.api import decisions, events, extend, external, replies, suspensions, threads
 
 api_patterns = [
-    path("threads", api.threads),
-    path("threads/<str:thread_id>", api.thread_detail),
-    path("threads/<str:thread_id>/messages", api.thread_messages),
-    path("threads/<str:thread_id>/cancel", api.thread_cancel),
-    path("threads/<str:thread_id>/suspensions/<str:suspension_id>/resume", api.resume),
-    path("threads/<str:thread_id>/suspensions/<str:suspension_id>/extend", extend_api.extend),
-    path("suspensions", api.suspensions),
-    path("suspensions/<str:suspension_id>", api.suspension_detail),
-    path("events", api.event_list),
-    path("events/<str:event_id>", event_api.event_detail),
-    # Outside agents' requests (approvals.external_api; a long poll: approvals.external_wait).
-    path("requests", external_api.requests),
-    path("requests/<str:request_id>", external_api.request_detail),
+    path("threads", threads.threads),
+    path("threads/<str:thread_id>", threads.thread_detail),
+    path("threads/<str:thread_id>/messages", replies.thread_messages),
+    path("threads/<str:thread_id>/cancel", threads.thread_cancel),
+    path("threads/<str:thread_id>/suspensions/<str:suspension_id>/resume", decisions.resume),
+    path("threads/<str:thread_id>/suspensions/<str:suspension_id>/extend", extend.extend),
+    path("suspensions", suspensions.suspensions),
+    path("suspensions/<str:suspension_id>", suspensions.suspension_detail),
+    path("events", events.event_list),
+    path("events/<str:event_id>", events.event_detail),
+    # Outside agents' requests (approvals.api.external; a long poll: approvals.external_wait).
+    path("requests", external.requests),
+    path("requests/<str:request_id>", external.request_detail),
     # The OpenAPI document of every view here (approvals.openapi), and a page that shows it.
     path("openapi.json", openapi.document, name="openapi"),
     path("docs", openapi.docs, name="api_docs"),

@@ -39,8 +39,9 @@ from a2a.types import (
 )
 
 from approvals.a2a import mapping, push, reads, service
-from approvals.hub import Batch, EventHub, hub
+from approvals.hub import EventHub, hub
 from approvals.revocation import Credential
+from approvals.settled import Batch
 from gateway.aio import blocking, wait_event
 
 Update = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent

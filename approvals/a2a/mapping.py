@@ -99,7 +99,7 @@ def message(
 
 
 def suspension_entry(p: dict[str, Any]) -> dict[str, Any]:
-    """A pending suspension as a task's status lists it (`p`: agents.actions.suspension_payload,
+    """A pending suspension as a task's status lists it (`p`: agents.payloads.suspension_payload,
     as the rows give it and as AGENT_SUSPENDED carries it)."""
     entry = {
         "suspension": p["id"],

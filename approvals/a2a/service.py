@@ -2,11 +2,13 @@
 CancelTask, on the gateway's own rows.
 
 Blocking code (the ORM): approvals.a2a.handler calls it from worker threads. Every change goes
-through agents.actions with the checks and limits of the REST API (approvals.api): a run is
+through the engine's actions (agents.starting, agents.replies, agents.decisions) with the
+checks and limits of the REST API (approvals.api): a run is
 started as POST /api/threads starts one, a reply goes to an agent that waits for input as
-POST /api/threads/{id}/messages sends it, a decision is checked by approvals.api.parse_decision
-and answered like resumeExecution (the same decision again is fine; a different one learns the
-recorded outcome), and a cancel is POST /api/threads/{id}/cancel.
+POST /api/threads/{id}/messages sends it, a decision is checked by
+approvals.api.decisions.parse_decision and answered like resumeExecution (the same decision
+again is fine; a different one learns the recorded outcome), and a cancel is
+POST /api/threads/{id}/cancel.
 """
 
 import json
@@ -45,7 +47,7 @@ from approvals.a2a.access import (
     steer,
 )
 from approvals.a2a.reads import pending, snapshot
-from approvals.api import parse_decision
+from approvals.api.decisions import parse_decision
 from approvals.http import BadRequest, parse_uuid, text_too_long
 from approvals.models import Scope
 
@@ -232,9 +234,9 @@ def _question(msg: Message, questions: list[Suspension]) -> Suspension:
 
 
 def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None:
-    """Decisions, as resumeExecution takes them (approvals.api.resume): each is checked by
-    parse_decision before any is taken; a repeat of the recorded decision is fine, a
-    different one is refused with the recorded outcome."""
+    """Decisions, as resumeExecution takes them (approvals.api.decisions.resume): each is
+    checked by parse_decision before any is taken; a repeat of the recorded decision is fine,
+    a different one is refused with the recorded outcome."""
     require(user, DECIDE, "decide suspensions")
     require_scope(user, Scope.DECIDE, "decide suspensions")
     ratelimits.hit(ratelimits.DECISIONS, user)
@@ -273,7 +275,7 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
                 ) from e
         if s.pending:
             # Every decision of the message is checked against its policy before any is taken
-            # (agents.actions.decide checks again under the locks).
+            # (agents.decisions.decide checks again under the locks).
             try:
                 policy.check(s, user, decision, thread.created_by_id)
             except policy.Refused as e:
@@ -286,7 +288,7 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
             raise conflict(s)
         try:
             if decision.get("ignore"):
-                # Dismissed without deciding (agents.actions.ignore): the task still waits.
+                # Dismissed without deciding (agents.decisions.ignore): the task still waits.
                 done = ignore(s, user)
                 if not done.suspension.pending:
                     raise conflict(done.suspension)

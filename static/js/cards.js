@@ -29,7 +29,7 @@
     return JSON.stringify(value, null, 2);
   }
 
-  /* Who may decide (agents.policy): the page knows who is looking (approvals.views.me) and
+  /* Who may decide (agents.policy): the page knows who is looking (approvals.cards.me) and
      says why they may not, with the words of agents.policy.why_not. */
   var me = live.data.me || {};
 
@@ -92,7 +92,7 @@
     return "/api/suspensions/" + encodeURIComponent(card.dataset.id);
   }
 
-  /* The raw JSON view, data-args and the editor, as approvals/views.py `card` renders them: the
+  /* The raw JSON view, data-args and the editor, as approvals/cards.py `card` renders them: the
      arguments whole while their JSON fits a card (DISPLAY_MAX_CARD_BYTES), else cut at the value
      limit, with no data-args and an empty editor: the card refuses to edit them (openEdit). */
   function showRaw(card, args) {
@@ -221,7 +221,7 @@
     return changed;
   }
 
-  /* A new card element for a suspension payload (agents.actions.suspension_payload).
+  /* A new card element for a suspension payload (agents.payloads.suspension_payload).
      `summary`: the payload is a socket summary whose whole event could not be fetched
      (static/js/live.js). */
   function build(s, summary) {
@@ -310,7 +310,7 @@
   }
 
   /* When the next reminder goes, whom it escalates to (or was escalated to), and what the
-     deadline does: agents.actions.ladder_payload. */
+     deadline does: agents.payloads.ladder_payload. */
   function showLadder(card, ladder, onTimeout) {
     var l = ladder || {};
     var next = card.querySelector(".next-reminder");

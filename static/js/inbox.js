@@ -15,7 +15,7 @@
   var fill = window.GatewayText.fill;
   var order = live.data.order || "urgent";
   var created = live.data.created || {};  // suspension id -> when it was raised (ISO 8601)
-  // null while too many wait to count them (approvals.views.COUNTED_LIMIT): no counts shown.
+  // null while too many wait to count them (approvals.inbox.COUNTED_LIMIT): no counts shown.
   var counts = live.data.counts;
   // A decided card's notice stays this long, and while it has the focus or the pointer.
   var NOTICE_MS = 30000;
@@ -75,7 +75,7 @@
     return card;
   }
 
-  /* Where a card goes: approvals.views.INBOX_ORDERS, by its deadline (none: last) and age. */
+  /* Where a card goes: approvals.inbox.INBOX_ORDERS, by its deadline (none: last) and age. */
   function sortKey(card) {
     var expires = card.dataset.expires ? Date.parse(card.dataset.expires) : NaN;
     return {
@@ -267,7 +267,7 @@
     }
     recount();
   });
-  // Dismissed without a decision (cards.js, agents.actions.ignore): off the inbox, with the
+  // Dismissed without a decision (cards.js, agents.decisions.ignore): off the inbox, with the
   // same one-line notice; it stays pending on its thread's page until its deadline.
   document.addEventListener("gateway:ignored", function (event) {
     if (event.target.parentNode === list) leave(event.target);

@@ -3,10 +3,10 @@
    ignores ids it has seen, and reconnects from its cursor with backoff, saying so plainly.
    It says "Live" only while the server answers: after its first answer on a new socket, and
    no longer once a ping goes unanswered or a send fails. A message too big for the socket
-   comes as a summary (`truncated`, approvals/hub.py); the whole event is fetched over REST
+   comes as a summary (`truncated`, agents/wire.py); the whole event is fetched over REST
    and handlers get events whole and in id order.
    A page that names a thread (live-data "thread") watches its live text too: LIVE_TEXT
-   messages (approvals/hub.py) are no events, have no id, never move the cursor, and go to the
+   messages (approvals/live.py) are no events, have no id, never move the cursor, and go to the
    text handlers as they come; a new socket starts with the rows as they are then.
    Claims and presence (presence/session.py) travel on the same socket: PRESENCE and
    CLAIM_REFUSED messages go to the presence handlers, and send() carries the page's.

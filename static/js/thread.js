@@ -25,7 +25,7 @@
   var FINISHED = ["completed", "failed", "cancelled"];
   var INSTANCE_ENDED = ["done", "failed", "cancelled"];
   var DECIDED = ["SUSPENSION_DECIDED", "SUSPENSION_TIMEOUT", "SUSPENSION_CANCELLED"];
-  // An instance's own chat, folded under its line; approvals.views FOLDED mirrors this.
+  // An instance's own chat, folded under its line; approvals.transcript FOLDED mirrors this.
   var FOLDED = ["AGENT_MESSAGE", "TOOL_CALLED", "TOOL_RESULT", "AGENT_RESUMED", "FRAME_PUSHED", "FRAME_POPPED"];
   // Events after which the thread's instances and usage are read again (at most once a second).
   var REREAD = ["AGENT_MESSAGE", "TOOL_RESULT", "AGENT_SUSPENDED", "INSTANCE_STARTED",
@@ -48,7 +48,7 @@
     return JSON.stringify(value, null, 2);
   }
 
-  /* Mirrors approvals.views.seconds. */
+  /* Mirrors approvals.transcript.seconds. */
   function seconds(ms) {
     return typeof ms === "number" ? (ms / 1000).toFixed(1) + " s" : "?";
   }
@@ -57,7 +57,7 @@
     return Number(n || 0).toLocaleString("en-US");
   }
 
-  /* Mirrors approvals.views.describe: who said what, for one transcript line. */
+  /* Mirrors approvals.transcript.describe: who said what, for one transcript line. */
   function describe(type, p, actor) {
     switch (type) {
       case "THREAD_STARTED":
@@ -160,7 +160,7 @@
     }
   }
 
-  /* Mirrors approvals.views.HIDDEN: events another line already says. */
+  /* Mirrors approvals.transcript.HIDDEN: events another line already says. */
   var HIDDEN = ["INPUT_REQUIRED", "INPUT_PROVIDED"];
   /* Tool calls shown by their card (approvals.views.thread_page): no line of their own. */
   var onCards = {};
@@ -198,7 +198,7 @@
     time.dateTime = message.created_at;
     localTime(time);
     if (message.type === "AGENT_SUSPENDED" && !cards.byId(message.payload.id)) {
-      // Its prompt is the agent's message just above (approvals.views.transcript_entry).
+      // Its prompt is the agent's message just above (approvals.transcript.transcript_entry).
       if (typeof p.lane !== "number") li.classList.add("said-above");
       li.appendChild(cards.build(message.payload, message.truncated));
       return li;

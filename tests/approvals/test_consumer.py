@@ -26,10 +26,12 @@ from agents import decisions, events, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from approvals import hub as hub_module
+from approvals import settled
 from approvals.auth import WebSocketAuth
 from approvals.consumers import INBOX_LIMIT, EventConsumer
-from approvals.hub import SAFETY_POLL, Batch, hub
+from approvals.hub import SAFETY_POLL, hub
 from approvals.models import ApiToken
+from approvals.settled import Batch
 from tests.conftest import operator
 
 
@@ -310,16 +312,16 @@ class ConsumerTestCase:
         writer.start()
         assert written.wait(10)
         fast = events.record("AGENT_MESSAGE", thread_id=thread.pk).id
-        real_read = hub_module.read_after
+        real_read = settled.read_after
 
-        def read_then_let_it_commit(after: int, limit: int = hub_module.BATCH) -> list:
+        def read_then_let_it_commit(after: int, limit: int = settled.BATCH) -> list:
             rows = real_read(after, limit)
             if [r.id for r in rows if r.id > base] == [fast]:
                 commit.set()  # the slow transaction commits just after this read
                 committed.wait(10)
             return rows
 
-        monkeypatch.setattr(hub_module, "read_after", read_then_let_it_commit)
+        monkeypatch.setattr(settled, "read_after", read_then_let_it_commit)
         ws = socket(self.users["reviewer"], after=base)
 
         async def check() -> None:

@@ -12,9 +12,10 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from approvals import tokens
-from approvals.hub import Batch, hub
+from approvals.hub import hub
 from approvals.models import ApiToken, digest
 from approvals.revocation import CHECK_INTERVAL, Credential
+from approvals.settled import Batch
 from tests.approvals.test_consumer import in_thread
 
 

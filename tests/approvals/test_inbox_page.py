@@ -146,9 +146,9 @@ class InboxPageTestCase:
         assert self.card_ids("?order=sideways") == [str(first.id), str(second.id)]
 
     def test_past_the_counted_limit_it_shows_no_counts(self, monkeypatch: Any) -> None:
-        from approvals import views
+        from approvals import inbox
 
-        monkeypatch.setattr(views, "COUNTED_LIMIT", 2)
+        monkeypatch.setattr(inbox, "COUNTED_LIMIT", 2)
         for _ in range(3):
             run_until_paused("payer", self.users["reviewer"])
         html = self.client.get("/").content.decode()
@@ -156,7 +156,7 @@ class InboxPageTestCase:
         assert '<option value="payer">payer</option>' in html
         assert "data-count" not in html
         run_until_paused("asker", self.users["reviewer"])
-        monkeypatch.setattr(views, "COUNTED_LIMIT", 4)
+        monkeypatch.setattr(inbox, "COUNTED_LIMIT", 4)
         counts = live_data(self.client.get("/").content.decode())["counts"]
         assert counts["agents"] == {"payer": 3, "asker": 1}
 

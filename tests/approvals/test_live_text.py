@@ -14,7 +14,9 @@ from django.db import transaction
 from agents import events
 from agents.models import AgentDefinition, Event, LiveText, StackFrame, Thread
 from agents.streaming import LiveWriter
-from approvals.hub import MESSAGE_LIMIT, SAFETY_POLL, hub, live_message
+from agents.wire import MESSAGE_LIMIT
+from approvals.hub import SAFETY_POLL, hub
+from approvals.live import live_message
 from tests.approvals.test_consumer import application, in_thread, run, session_cookie
 
 # Well under SAFETY_POLL: with Redis a write arrives through the wake-up, not the slow poll.

@@ -8,9 +8,9 @@ from channels.testing import WebsocketCommunicator
 
 from agents import events
 from agents.models import Event
+from agents.wire import MESSAGE_LIMIT, socket_message
 from approvals import consumers
 from approvals.consumers import SEND_FAILED
-from approvals.hub import MESSAGE_LIMIT, socket_message
 from tests.approvals import state
 from tests.approvals.test_consumer import in_thread, newest_id, run, socket
 

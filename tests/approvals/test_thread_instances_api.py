@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.models import AgentDefinition, LiveText, StackFrame, Suspension, Thread
-from approvals.api import thread_payload
+from approvals.api.payloads import thread_payload
 
 
 def frame(thread: Thread, **fields: Any) -> StackFrame:

@@ -34,8 +34,8 @@ class StartThreadTestCase:
         assert body["last_event_id"] == event.id
 
     def test_the_start_answers_with_what_a_read_of_the_thread_gives(self) -> None:
-        # The 201 is built from what the start wrote, not read back (approvals.api): it must
-        # not differ from the thread as GET shows it before anything else happens to it.
+        # The 201 is built from what the start wrote, not read back (approvals.api.payloads):
+        # it must not differ from the thread as GET shows it before anything else happens to it.
         r = self.alice.post("/api/threads", {"agent": "payer", "message": "Pay the supplier."})
         assert r.status_code == 201, r.content
         read = self.alice.get(f"/api/threads/{r.json()['id']}")

@@ -1,0 +1,2 @@
+"""The public JSON API of design.md: thin views that parse, authorize and call one action,
+a module per resource."""

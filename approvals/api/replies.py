@@ -1,0 +1,66 @@
+"""A reply to a run that waits for input: POST /api/threads/{id}/messages."""
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+
+from agents import replies
+from approvals import schemas as shapes
+from approvals import scopes
+from approvals.api.payloads import thread_payload
+from approvals.api.threads import STEER_OTHERS, thread_or_404
+from approvals.auth import api
+from approvals.http import BadRequest, bad_request, error, json_body, not_found, text_too_long
+from approvals.models import Scope
+from approvals.openapi import operation
+
+
+@operation(
+    "POST",
+    "Reply to a run",
+    body=shapes.Message,
+    responses={202: shapes.Thread},
+    errors=(409,),
+    description="Talk to the top of the stack; 409 unless the run waits for input.",
+)
+@api(["POST"], perm="agents.add_thread", scope=(Scope.RUNS, Scope.DECIDE))
+def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
+    thread = thread_or_404(thread_id)
+    if thread is None:
+        return not_found("thread")
+    if not scopes.may_steer(request.user, thread):
+        return scopes.insufficient(Scope.DECIDE, STEER_OTHERS)
+    try:
+        data = json_body(request)
+        unknown = set(data) - {"text", "data"}
+        if unknown:
+            raise BadRequest(
+                "The message has unknown fields.", {k: "Unknown field." for k in sorted(unknown)}
+            )
+        text, value = data.get("text"), data.get("data")
+        if "data" in data:
+            # application/json input: an object, checked against the agent's input rules.
+            if "text" in data:
+                raise BadRequest("Send text or data, not both.", {"data": "Send one of them."})
+            kind = replies.JSON
+        else:
+            kind = replies.TEXT
+            if not isinstance(text, str) or not text.strip():
+                raise BadRequest("The message is empty.", {"text": "Write a message."})
+            if too_long := text_too_long(text, settings.MAX_MESSAGE_CHARS):
+                raise BadRequest("The message is too long.", {"text": too_long})
+    except BadRequest as e:
+        return bad_request(e)
+    try:
+        thread = replies.provide_input(
+            thread.pk, request.user, text=text, data=value, content_type=kind
+        )
+    except replies.BadInput as e:
+        return bad_request(BadRequest(str(e), {e.field: str(e)}))
+    except replies.NotWaiting as e:
+        return error(
+            409,
+            "not_waiting_for_input",
+            f"The thread is {e.args[0]}, not waiting for input.",
+            status=str(e.args[0]),
+        )
+    return JsonResponse(thread_payload(thread), status=202)

@@ -1,0 +1,48 @@
+"""A suspension's card as the pages draw it, and who is looking (the inbox and thread pages)."""
+
+import json
+from typing import Any
+
+from agents import policy, versions
+from agents.models import Suspension
+from agents.payloads import suspension_payload
+from approvals import excerpt
+
+
+def pretty(value: Any) -> str:
+    """Arguments as a reviewer reads them; the template escapes the text (invariant 6)."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
+    """What an inbox card shows: the API's shape, the pretty-printed arguments (while it is
+    pending, an edit a quorum votes on) within the display limits (approvals.excerpt), and
+    whether the viewer may decide it and if not why (agents.policy)."""
+    version = versions.version_payload(s) if s.pending else None
+    shown = policy.proposal(s) if s.pending else s.tool_input
+    whole = pretty(shown)
+    url = excerpt.suspension_url(s.id)
+    args = excerpt.cut(whole, excerpt.card_limit(), url)
+    return {
+        **suspension_payload(s),
+        # The arguments whole (the raw JSON view, data-args and the editor) while they fit on a
+        # card; bigger ones are shown cut at the value limit, and the card refuses to edit them
+        # (static/js/cards.js), since an edit of a cut text would send the cut text.
+        "input_pretty": "" if args.cut else whole,
+        "args_shown": excerpt.cut(whole, url=url) if args.cut else args,
+        "args_size": excerpt.size(whole) if args.cut else 0,
+        "prompt_shown": excerpt.cut(s.prompt, url=url),
+        "api_url": url,
+        "version": version,
+        "you": policy.viewer_payload(s, viewer),
+    }
+
+
+def me(viewer: policy.Viewer) -> dict[str, Any]:
+    """Who is looking, for the cards the page builds from events (static/js/cards.js works
+    out from it whether they may decide, as agents.policy.why_not does)."""
+    return {
+        "username": viewer.username,
+        "groups": sorted(viewer.groups),
+        "may_decide": viewer.may_decide,
+    }
