@@ -45,6 +45,7 @@ run: $(STAMP) walkthrough-packages
 	$(PY) manage.py serve
 
 test: setup
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory test-embedded
 	$(MAKE) --no-print-directory test-postgres
 	$(MAKE) --no-print-directory test-faults
@@ -73,8 +74,11 @@ PEERS ?= ../shared/peers
 bench-compare: setup
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) bench/compare.py --peers $(PEERS)
 
+# ruff, then the layers of ARCHITECTURE.md (import-linter's contracts in pyproject.toml).
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) var test-artifacts
