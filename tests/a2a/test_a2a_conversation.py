@@ -206,10 +206,16 @@ class ConversationTestCase:
 
         task = send(gateway, message("Morning briefing", agent="briefing"))
 
-        # The thread runs on (its other instances, its main stack waiting for them) while one
-        # researcher instance waits for a reviewer: that wait is the task's.
-        assert Thread.objects.get(pk=task.id).status == Thread.Status.RUNNING
+        # One researcher instance waits for a reviewer: that wait is the task's, while the
+        # thread's other instances run on and once they have finished (the run is then
+        # suspended: nothing of it works, agents.run_status).
         assert task.status.state == INPUT_REQUIRED
+        wait_for(
+            lambda: Thread.objects.get(pk=task.id).status == Thread.Status.SUSPENDED,
+            timeout=30,
+            what="the run to be suspended once its other instances finished",
+        )
+        assert get(gateway, task.id).status.state == INPUT_REQUIRED
         [waits] = data_of(task.status.message.parts[1])["suspensions"]
         assert (waits["agent"], waits["tool"]) == ("researcher", "displayConfirmation")
         s = Suspension.objects.get(thread_id=task.id, status="pending")
