@@ -13,7 +13,7 @@ def check_setup(app_configs: Any, **kwargs: Any) -> list[Error]:
     if engine not in (
         "django.db.backends.sqlite3",
         "django.db.backends.postgresql",
-        "gateway.postgresql",  # the same, with a pool that recovers from a restart at once
+        "infra.postgresql",  # the same, with a pool that recovers from a restart at once
     ):
         errors.append(
             Error(

@@ -14,8 +14,8 @@ from django.dispatch import Signal
 from agents import chain
 from agents.models import Event
 from agents.wire import socket_message
-from gateway import pubsub
-from gateway.compiled import insert
+from infra import pubsub
+from infra.compiled import insert
 
 EVENTS_GROUP = "events"
 
@@ -166,7 +166,7 @@ def broadcast(message: dict[str, Any]) -> None:
         return  # no channel layer: the sockets tail the Event table themselves
     sender = pubsub.sync_sender(layer)
     if sender is not None:
-        # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (gateway.pubsub).
+        # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (infra.pubsub).
         sender.group_send(EVENTS_GROUP, message)
         return
     if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():

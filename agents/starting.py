@@ -9,7 +9,7 @@ from agents import chain, dispatch, events
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 from agents.runtime import subagents
 from agents.runtime.subagents import AgentSpec
-from gateway.compiled import insert
+from infra.compiled import insert
 
 
 def find_agent(name: str) -> AgentSpec | None:
@@ -24,7 +24,7 @@ def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
     # every caller lets a failure end that transaction too, so one would only cost two
     # statements.
     with transaction.atomic(savepoint=False):
-        # Inserted through gateway.compiled.insert, as Model.save would (a statement each,
+        # Inserted through infra.compiled.insert, as Model.save would (a statement each,
         # written once per process).
         thread = Thread(
             agent=agent,

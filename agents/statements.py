@@ -1,7 +1,7 @@
 """The statements every step and every decision makes, compiled once per process.
 
 Each sits behind a function named for what it does (claim_lease, active_stack, mark_resumed,
-...), so the engine and the decisions call the function and never see gateway.compiled. The
+...), so the engine and the decisions call the function and never see infra.compiled. The
 sentinels are values no real row has.
 """
 
@@ -13,13 +13,13 @@ from typing import Any
 from django.db.models import Exists, Q
 
 from agents.models import AgentDefinition, StackFrame, Suspension, Thread
-from gateway.compiled import Compiled, CompiledUpdate, fields
+from infra.compiled import Compiled, CompiledUpdate, fields
 
 ACTIVE = StackFrame.Status.ACTIVE
 S = Suspension.Status
 
 # The active frames of a thread's main stack, or of one instance's lane, by depth: read at
-# each step of every run, so compiled once per process (gateway.compiled).
+# each step of every run, so compiled once per process (infra.compiled).
 _MAIN_STACK = Compiled(
     lambda thread: (
         StackFrame.objects.filter(thread_id=thread, status=ACTIVE, lane__isnull=True)
@@ -39,7 +39,7 @@ _LANE_STACK = Compiled(
 )
 
 
-# The writes of every step, compiled once per process (gateway.compiled); the sentinels are
+# The writes of every step, compiled once per process (infra.compiled); the sentinels are
 # values no real row has. A run claims a runnable thread whose lease is free...
 _RUNNING = Thread.Status.RUNNING
 _AT = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
@@ -208,7 +208,7 @@ def decided(frame_id: Any, tool_use_ids: list[str]) -> list[Suspension]:
 
 def thread_with_agent(thread_id: Any) -> Thread:
     """Thread.objects.select_related("agent").get(pk=thread_id), through a statement compiled
-    once per process (gateway.compiled)."""
+    once per process (infra.compiled)."""
     rows = _THREAD_WITH_AGENT.rows(thread_id)
     if not rows:
         raise Thread.DoesNotExist(thread_id)

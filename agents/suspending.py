@@ -11,7 +11,7 @@ from agents import policy, presentation, reminders, run_status, statements, vers
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
 from agents.runtime.turn import Frame, TurnResult
-from gateway.compiled import insert
+from infra.compiled import insert
 
 
 class SuspendSteps:

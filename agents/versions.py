@@ -25,7 +25,7 @@ from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, AgentVersion, Event, Suspension
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as default_registry
-from gateway.compiled import Compiled
+from infra.compiled import Compiled
 
 # What an agent does, as versioned: every field a run is built from.
 VERSIONED = (
@@ -161,7 +161,7 @@ def _current_tool(agent: AgentDefinition | None, name: str) -> Tool | None:
 
 
 # What version_state needs of the agent, read at every decision: compiled once per process
-# (gateway.compiled), and only these columns of the row.
+# (infra.compiled), and only these columns of the row.
 _AGENT_NOW = Compiled(
     lambda name: (
         AgentDefinition.objects.filter(name=name)

@@ -24,7 +24,7 @@ from approvals import ratelimits, scopes
 from approvals.http import error
 from approvals.models import ApiToken, digest
 from approvals.scopes import Needed
-from gateway.compiled import Compiled, fields
+from infra.compiled import Compiled, fields
 
 
 def token_user(request: HttpRequest) -> Any:
@@ -48,7 +48,7 @@ INVALID = "The bearer token is not valid."
 
 _TOKEN_FIELDS = fields(ApiToken)
 _USER_FIELDS = fields(get_user_model())
-# The token and its user in one statement, compiled once per process (gateway.compiled): each
+# The token and its user in one statement, compiled once per process (infra.compiled): each
 # API request reads it.
 _TOKEN_ROW = Compiled(
     lambda wanted: (

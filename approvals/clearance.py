@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from django.utils import timezone
 
 from approvals.revocation import Credential, still_valid
-from gateway.aio import blocking
+from infra.aio import blocking
 
 
 class Holder(Protocol):

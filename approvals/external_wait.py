@@ -26,7 +26,7 @@ from approvals.hub import hub
 from approvals.models import digest
 from approvals.revocation import Credential
 from approvals.settled import Batch
-from gateway.aio import blocking, wait_event
+from infra.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0
 PATH_PREFIX = "/api/requests/"

@@ -33,7 +33,7 @@ from approvals.cursor import GAP_WAIT, page_cursor
 from approvals.live import LiveFrame, read_live
 from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
 from approvals.settled import BATCH, Batch, Row, read_settled
-from gateway.aio import blocking, detached_task, follow_group, wait_event
+from infra.aio import blocking, detached_task, follow_group, wait_event
 
 log = logging.getLogger(__name__)
 

@@ -6,14 +6,14 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.models import Permission
 from django.db.models import QuerySet
 
-from gateway.compiled import Compiled
+from infra.compiled import Compiled
 
 
 def _named(rows: QuerySet) -> QuerySet:
     return rows.values_list("content_type__app_label", "codename").order_by()
 
 
-# Compiled once per process (gateway.compiled): every API request reads these.
+# Compiled once per process (infra.compiled): every API request reads these.
 _ALL = Compiled(lambda: _named(Permission.objects.all()))
 _OWN_AND_GROUPS = Compiled(
     lambda user: _named(Permission.objects.filter(user=user)).union(
@@ -26,7 +26,7 @@ _OWN_AND_GROUPS = Compiled(
 class OneQueryModelBackend(ModelBackend):
     """ModelBackend reads a user's own permissions and their groups' in two statements, on
     every request that checks one (bench/README.md: each API request does). This reads both
-    with one UNION, compiled once (gateway.compiled), and fills the same per-object cache;
+    with one UNION, compiled once (infra.compiled), and fills the same per-object cache;
     everything else (authentication, inactive users, superusers, object permissions) is
     ModelBackend's, unchanged. Subclassed rather than replaced because no maintained package
     does only this."""

@@ -10,7 +10,7 @@ import dj_database_url
 import limits
 from django.core.exceptions import ImproperlyConfigured
 
-from gateway import dbpool
+from infra import dbpool
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -194,7 +194,7 @@ if DATABASE_URL:
         }
         # A pooled connection is checked as it leaves the pool: after PostgreSQL restarts,
         # the dead ones are replaced at once instead of failing or delaying a request each.
-        DATABASES["default"]["ENGINE"] = "gateway.postgresql"
+        DATABASES["default"]["ENGINE"] = "infra.postgresql"
         # Values sent apart from the SQL, and a statement a connection runs again prepared on
         # the server: PostgreSQL then parses and plans it once per connection, not at every
         # run, which took a third of its CPU per approval cycle off (bench/README.md). Django
@@ -330,7 +330,7 @@ else:
 BROKER_DIR = DATA_DIR / "broker"
 if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT = "gateway.broker:RedisTransport"  # one client per channel
+    CELERY_BROKER_TRANSPORT = "infra.broker:RedisTransport"  # one client per channel
     # An unacknowledged task (its worker died) is delivered again after this long; the
     # sweeper re-enqueues a stalled thread long before (STALLED_AFTER_SECONDS).
     CELERY_BROKER_TRANSPORT_OPTIONS = {
@@ -340,7 +340,7 @@ else:
     for sub in ("out", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT = "gateway.broker:Transport"  # whole-file writes (gateway/broker.py)
+    CELERY_BROKER_TRANSPORT = "infra.broker:Transport"  # whole-file writes (infra/broker.py)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
@@ -526,7 +526,7 @@ CELERY_BEAT_SCHEDULE = {
 METRICS_TOKEN = envstr("METRICS_TOKEN")
 
 # plain: one readable line per record (`make run`); json: one JSON object per line with the
-# thread, suspension, frame and task ids the record is about (gateway.logs).
+# thread, suspension, frame and task ids the record is about (infra.logs).
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
@@ -536,9 +536,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
-        "json": {"()": "gateway.logs.JsonLines"},
+        "json": {"()": "infra.logs.JsonLines"},
     },
-    "filters": {"ids": {"()": "gateway.logs.ContextFilter"}},
+    "filters": {"ids": {"()": "infra.logs.ContextFilter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]}
     },

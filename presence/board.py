@@ -33,7 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import Suspension
-from gateway.aio import blocking, detached_task, follow_group, wait_event
+from infra.aio import blocking, detached_task, follow_group, wait_event
 from presence import actions
 from presence.models import Claim, Viewer
 

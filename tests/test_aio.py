@@ -1,10 +1,10 @@
-"""gateway.aio.wait_event: the wait every long-lived loop of the server uses."""
+"""infra.aio.wait_event: the wait every long-lived loop of the server uses."""
 
 import asyncio
 
 import pytest
 
-from gateway.aio import wait_event
+from infra.aio import wait_event
 
 
 async def loop_until_cancelled(event: asyncio.Event, rounds: list[int]) -> None:

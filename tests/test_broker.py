@@ -13,7 +13,7 @@ from django.conf import settings
 from kombu import Connection
 from kombu.transport import redis as kombu_redis
 
-from gateway.broker import RedisTransport, Transport
+from infra.broker import RedisTransport, Transport
 
 
 def connection(folder: Path) -> Connection:

@@ -1,4 +1,4 @@
-"""gateway.compiled: a queryset compiled once gives, for other values, what the ORM gives."""
+"""infra.compiled: a queryset compiled once gives, for other values, what the ORM gives."""
 
 import uuid
 from datetime import timedelta
@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from agents.models import AgentDefinition, StackFrame, Thread
 from approvals.models import ApiToken
-from gateway.compiled import Compiled, CompiledUpdate, fields, insert
+from infra.compiled import Compiled, CompiledUpdate, fields, insert
 
 FIELDS = ("name", "scopes", "expires_at", "user__username", "user__is_active")
 

@@ -1,4 +1,4 @@
-"""gateway.dbpool: a pooled PostgreSQL connection is checked as it leaves the pool without a
+"""infra.dbpool: a pooled PostgreSQL connection is checked as it leaves the pool without a
 round trip while its socket is quiet, and a dead one is still found and replaced."""
 
 import time
@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import ConnectionPool
 
-from gateway import dbpool
+from infra import dbpool
 
 
 @pytest.fixture

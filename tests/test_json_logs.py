@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gateway import logs
+from infra import logs
 from tests.conftest import ROOT, WorkerProcess, wait_for
 
 

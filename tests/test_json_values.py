@@ -1,4 +1,4 @@
-"""JSONField values on PostgreSQL are encoded by orjson (gateway/postgresql/base.py): what
+"""JSONField values on PostgreSQL are encoded by orjson (infra/postgresql/base.py): what
 comes back is what was stored, and what json.dumps refused it still refuses."""
 
 import json
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from approvals.models import ApiToken
-from gateway.postgresql.base import dumps
+from infra.postgresql.base import dumps
 
 VALUES = [
     {"role": "user", "content": [{"type": "text", "text": 'ünïcode ✓ "quoted" \\ \n'}]},

@@ -1,4 +1,4 @@
-"""gateway.pubsub: a group message sent from synchronous code reaches the pub/sub layer's own
+"""infra.pubsub: a group message sent from synchronous code reaches the pub/sub layer's own
 receivers, as the layer's group_send would; other layers are left to send for themselves."""
 
 import asyncio
@@ -9,7 +9,7 @@ from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.conf import settings
 
-from gateway.pubsub import sync_sender
+from infra.pubsub import sync_sender
 
 
 @pytest.mark.skipif(

@@ -42,7 +42,7 @@ from approvals.a2a import mapping, push, reads, service
 from approvals.hub import EventHub, hub
 from approvals.revocation import Credential
 from approvals.settled import Batch
-from gateway.aio import blocking, wait_event
+from infra.aio import blocking, wait_event
 
 Update = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 # Seconds a waiter sleeps when the hub wakes it for nothing: a lost wake-up (or an event the

@@ -57,7 +57,7 @@ from approvals.http import BadRequest, _check_storable
 from approvals.models import digest
 from approvals.ratelimits import Limited
 from approvals.revocation import Credential
-from gateway.aio import blocking
+from infra.aio import blocking
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from approvals.auth import api
 from approvals.http import BadRequest, bad_request, not_found, parse_uuid
 from approvals.models import Scope
 from approvals.openapi import operation
-from gateway.compiled import Compiled, fields
+from infra.compiled import Compiled, fields
 
 # A decider sees what waits for a decision; a runs-only token, its own runs' suspensions.
 SEE_SUSPENSIONS = (Scope.READ, Scope.DECIDE, Scope.RUNS)
@@ -64,7 +64,7 @@ def suspensions(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"results": [_for_viewer(s, viewer) for s in page], "next": next_url})
 
 
-# Compiled once per process (gateway.compiled): the decision POST reads it every time.
+# Compiled once per process (infra.compiled): the decision POST reads it every time.
 _SUSPENSION = Compiled(
     lambda pk: Suspension.objects.filter(pk=pk).values_list(*fields(Suspension)).order_by()[:1],
     uuid.UUID(int=1),

@@ -23,7 +23,7 @@ from approvals.http import (
 )
 from approvals.models import Scope
 from approvals.openapi import operation
-from gateway.compiled import Compiled, fields
+from infra.compiled import Compiled, fields
 
 
 def thread_or_404(thread_id: str) -> Thread | None:
@@ -103,7 +103,7 @@ def threads(request: HttpRequest) -> JsonResponse:
     return JsonResponse(thread_payload(thread), status=201)
 
 
-# The agent a run starts, read at every start: compiled once per process (gateway.compiled).
+# The agent a run starts, read at every start: compiled once per process (infra.compiled).
 _AGENT = Compiled(
     lambda name: AgentDefinition.objects.filter(name=name).values_list(*fields(AgentDefinition)),
     "(agent name)",

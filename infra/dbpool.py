@@ -4,7 +4,7 @@ psycopg_pool copes with a restarted server one connection at a time: the check t
 dead connection sleeps before trying the next one (1, 2, 4 s...), and its attempts to reconnect
 wait ever longer between two tries, with no cap. After a restart every idle connection is
 dead, so a request could wait for seconds while the server was already back (tests/faults,
-postgres restart). The library has no settings for either: the backend in gateway.postgresql
+postgres restart). The library has no settings for either: the backend in infra.postgresql
 installs `checker`, and settings.py calls `steady_reconnects`.
 """
 

@@ -1,4 +1,4 @@
-"""Django's PostgreSQL backend; only the pool's check of a connection (gateway.dbpool) and the
+"""Django's PostgreSQL backend; only the pool's check of a connection (infra.dbpool) and the
 JSON encoder of JSONField values differ."""
 
 import json
@@ -8,7 +8,7 @@ import orjson
 from django.db.backends.postgresql import base, operations
 from psycopg.types.json import Jsonb
 
-from gateway import dbpool
+from infra import dbpool
 
 # What orjson hands back to `json.dumps` rather than encoding itself: datetimes, dataclasses and
 # subclasses of str, int, dict and list, which json.dumps refuses or encodes its own way.
