@@ -14,7 +14,6 @@ from agents import rules, versions
 from agents.models import (
     AgentDefinition,
     AgentVersion,
-    DemoAction,
     Event,
     StackFrame,
     Suspension,
@@ -184,8 +183,3 @@ class SuspensionAdmin(ViewOnly, admin.ModelAdmin):
 class EventAdmin(ViewOnly, admin.ModelAdmin):
     list_display = ["id", "type", "thread", "suspension", "actor", "created_at"]
     list_filter = ["type"]
-
-
-@admin.register(DemoAction)
-class DemoActionAdmin(admin.ModelAdmin):
-    list_display = ["id", "tool", "summary", "thread", "created_at"]

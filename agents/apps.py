@@ -1,4 +1,4 @@
-"""The engine's app: registers the demo and sub-agent tools when Django starts."""
+"""The engine's app: registers the tasks, checks and sub-agent tools when Django starts."""
 
 import importlib
 
@@ -12,11 +12,7 @@ class AgentsConfig(AppConfig):
 
     def ready(self) -> None:
         # The Celery tasks, registered in every process: agents.dispatch sends them by name.
-        from agents import (  # noqa: F401 - registering is the import
-            checks,
-            demo_tools,
-            tasks,  # noqa: F401
-        )
+        from agents import checks, tasks  # noqa: F401 - registering is the import
         from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
 
         # The deployment's own tools: modules that register tools when imported.

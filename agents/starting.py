@@ -20,7 +20,7 @@ def find_agent(name: str) -> AgentSpec | None:
 
 def start_thread(agent: AgentDefinition, message: str, user: Any) -> Thread:
     main = subagents.build_frame(agent.as_spec(), StackFrame.Type.MAIN, message, find_agent)
-    # No savepoint inside a caller's transaction (the pending cap's, approvals.admission):
+    # No savepoint inside a caller's transaction (the pending cap's, access.admission):
     # every caller lets a failure end that transaction too, so one would only cost two
     # statements.
     with transaction.atomic(savepoint=False):

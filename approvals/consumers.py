@@ -6,7 +6,7 @@ cursor sends it back to the table, so nothing between is missed; ids it has alre
 skipped. A consumer never writes an event, and it steps over a missing event id only once the
 gap has settled (approvals.cursor), so an event committed out of id order is still delivered,
 in order. What it reads itself it sends only once the hub has cleared its credentials against
-the revocation counter read after those events (approvals.clearance); once revoked, it sends
+the revocation counter read after those events (access.clearance); once revoked, it sends
 nothing more and closes with 4401.
 
 A socket opened with `?thread=<uuid>` (the thread page's) also watches that thread's live text
@@ -29,12 +29,12 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from approvals import scopes
+from access import scopes
+from access.models import Scope
+from access.revocation import Credential, revocations
 from approvals.cursor import GAP_WAIT
 from approvals.http import parse_uuid
 from approvals.hub import hub
-from approvals.models import Scope
-from approvals.revocation import Credential, revocations
 from approvals.settled import BATCH, Batch, read_settled
 from presence.session import MESSAGES as PRESENCE_MESSAGES
 from presence.session import PresenceSession
@@ -54,7 +54,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=4401)
             return
-        # A token streams every run only with the read scope (approvals.scopes).
+        # A token streams every run only with the read scope (access.scopes).
         if not scopes.has(user, Scope.READ) or not await database_sync_to_async(user.has_perm)(
             "agents.view_thread"
         ):
@@ -62,7 +62,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
             return
         session = self.scope.get("session")
         token = self.scope.get("token_digest")
-        # What the hub checks again while the socket is open (approvals.revocation).
+        # What the hub checks again while the socket is open (access.revocation).
         self.credential = Credential(
             user_id=user.pk,
             session_key=None if token else getattr(session, "session_key", None),
@@ -80,7 +80,7 @@ class EventConsumer(AsyncJsonWebsocketConsumer):
         self.inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
         self.tasks: list[asyncio.Task] = []
         self.gap_check: asyncio.Task | None = None
-        # A token claims only with the decide scope, as it would decide (approvals.scopes).
+        # A token claims only with the decide scope, as it would decide (access.scopes).
         self.presence = PresenceSession(user, self.send, may_claim=scopes.has(user, Scope.DECIDE))
         await self.accept()
         # Subscribe first, then replay: a batch read during the replay waits in the inbox.

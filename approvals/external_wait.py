@@ -19,12 +19,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from approvals import scopes
+from access import scopes
+from access.auth import bearer
+from access.models import digest
+from access.revocation import Credential
 from approvals.api.external import READ_SCOPES, SEE_OTHERS, read, wait_seconds
-from approvals.auth import bearer
 from approvals.hub import hub
-from approvals.models import digest
-from approvals.revocation import Credential
 from approvals.settled import Batch
 from infra.aio import blocking, wait_event
 

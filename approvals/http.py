@@ -10,6 +10,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from infra.answers import error  # the API's error answer; the views import it from here
+
 # Deeper than any tool's arguments need; well below the recursion limit that json.dumps,
 # jsonschema and the JSONField hit on the way to the database.
 MAX_JSON_DEPTH = 32
@@ -34,17 +36,6 @@ class BadRequest(Exception):
         self.fields = fields
         self.code = code
         self.status = status
-
-
-def error(
-    status: int, code: str, detail: str, /, fields: dict[str, str] | None = None, **extra: Any
-) -> JsonResponse:
-    """An error answer; `extra` may repeat a parameter's name (the 409s report `status`)."""
-    body: dict[str, Any] = {"error": code, "detail": detail}
-    if fields:
-        body["fields"] = fields
-    body.update(extra)
-    return JsonResponse(body, status=status)
 
 
 def not_found(what: str) -> JsonResponse:

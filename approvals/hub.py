@@ -9,7 +9,7 @@ layer, when there is one, only wakes the hub, and a slow poll covers a lost wake
 channel layer the hub tails the table.
 
 Before it hands a batch to its sockets, the hub reads the revocation counter, after the events,
-and lets only the sockets whose credentials still hold have it (approvals.clearance): no event
+and lets only the sockets whose credentials still hold have it (access.clearance): no event
 recorded after a revocation committed reaches a socket opened with that credential.
 
 The hub applies the same rule as a socket to a missing id: it does not step over one until
@@ -26,12 +26,12 @@ from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
+from access.clearance import Clearances
+from access.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
 from agents.events import EVENTS_GROUP
 from agents.streaming import LIVE_WAKE
-from approvals.clearance import Clearances
 from approvals.cursor import GAP_WAIT, page_cursor
 from approvals.live import LiveFrame, read_live
-from approvals.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
 from approvals.settled import BATCH, Batch, Row, read_settled
 from infra.aio import blocking, detached_task, follow_group, wait_event
 
@@ -109,7 +109,7 @@ class EventHub:
 
     async def admits(self, subscriber: Subscriber, revocations: int) -> bool:
         """May `subscriber` be sent events it read itself (a replay, an A2A stream's read)?
-        `revocations`: the counter, read after those events (approvals.clearance)."""
+        `revocations`: the counter, read after those events (access.clearance)."""
         return bool(await self.clearances.admit(revocations, [subscriber]))
 
     async def unsubscribe(self, subscriber: Subscriber) -> None:
@@ -284,7 +284,7 @@ class EventHub:
         await self.clearances.admit(revoked, subscribers, recheck=True)
 
     async def _revoked(self, message: dict[str, Any]) -> None:
-        """A revocation announced by approvals.revocation: this user's sockets, checked now."""
+        """A revocation announced by access.revocation: this user's sockets, checked now."""
         mine = [s for s in self.subscribers if s.credential.user_id == message.get("user")]
         session = message.get("session")
         for subscriber in mine:

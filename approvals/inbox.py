@@ -8,12 +8,12 @@ from django.db.models import F, Max
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from access.permissions import require
 from agents import policy
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
 from approvals.cards import card, me
 from approvals.cursor import page_cursor
-from approvals.permissions import require
 
 # The inbox's first page.
 INBOX_LIMIT = 100

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of the JSON API (/api/openapi.json), built from the code.
 
 Why this and not a library: the views are plain Django function views behind
-approvals.auth.api (session or token, scopes, rate limits, the JSON error shape). django-ninja
+access.auth.api (session or token, scopes, rate limits, the JSON error shape). django-ninja
 or DRF with drf-spectacular would mean rewriting every view and its errors around their
 request parsing. pydantic (installed with a2a-sdk) already turns classes into JSON Schema
 2020-12, which OpenAPI 3.1 takes as it is; what is left is this registry: a view declares its
@@ -48,7 +48,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
-from approvals.auth import api
+from access.auth import api
 
 
 class Body(BaseModel):

@@ -4,15 +4,15 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
+from access import admission, ratelimits
+from access.permissions import require
 from agents import policy, starting
 from agents.models import Event, Thread
-from approvals import admission, ratelimits
 from approvals.api.payloads import thread_instances, thread_usage
 from approvals.cards import card, me
 from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
 from approvals.http import error, parse_uuid
-from approvals.permissions import require
 from approvals.transcript import FINISHED, HIDDEN, thread_state, transcript_entry
 
 
@@ -84,7 +84,7 @@ def new_run(request: HttpRequest) -> HttpResponse:
     form = NewRunForm(request.POST or None, initial={"agent": request.GET.get("agent")})
     if request.method == "POST" and form.is_valid():
         agent = form.cleaned_data["agent"]
-        # The limits of POST /api/threads (approvals.ratelimits, approvals.admission): the page
+        # The limits of POST /api/threads (access.ratelimits, access.admission): the page
         # is one more way to start runs, counted against the same user.
         try:
             ratelimits.hit(ratelimits.RUNS, request.user)

@@ -71,7 +71,7 @@ class Gateway:
             PYTHONPATH=str(ROOT),
             LOG_LEVEL="WARNING",
             # The benchmarks measure the engine: its clients start and decide far faster than
-            # the rate limits and the pending cap let one token (approvals.ratelimits).
+            # the rate limits and the pending cap let one token (access.ratelimits).
             RATE_LIMIT_RUNS="",
             RATE_LIMIT_USER_RUNS="",
             RATE_LIMIT_DECISIONS="",

@@ -26,9 +26,9 @@ from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from a2a_server.rpc import application as a2a_application  # noqa: E402
+from access.auth import WebSocketAuth  # noqa: E402
 from approvals import external_wait  # noqa: E402
-from approvals.a2a.rpc import application as a2a_application  # noqa: E402
-from approvals.auth import WebSocketAuth  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -62,7 +62,7 @@ class DjangoHTTP(WsgiToAsgi):
 
 
 class HTTPRouter:
-    """/a2a is answered in the event loop (approvals.a2a.rpc: its streams stay open for as long
+    """/a2a is answered in the event loop (a2a_server.rpc: its streams stay open for as long
     as a task runs, which must not hold a worker thread), and so is a long poll of an outside
     agent's request (approvals.external_wait); everything else by Django."""
 

@@ -47,7 +47,7 @@ def envtimeout(name: str, default: float) -> float:
 
 
 def envrate(name: str, default: str) -> str:
-    """A rate limit in the `limits` notation (approvals.ratelimits), checked now."""
+    """A rate limit in the `limits` notation (access.ratelimits), checked now."""
     value = os.environ.get(name, default).strip()
     try:
         limits.parse_many(value) if value else None
@@ -91,7 +91,7 @@ SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
 
 def _origins(name: str, default: list[str]) -> list[str]:
     """Exact origins (scheme://host[:port]) from a comma-separated variable. A bare host or a
-    wildcard would let a page on another port or scheme in (approvals.auth.SiteOriginValidator
+    wildcard would let a page on another port or scheme in (access.auth.SiteOriginValidator
     compares all three), so they are refused rather than read generously."""
     raw = os.environ.get(name)
     values = [o.strip() for o in raw.split(",") if o.strip()] if raw is not None else default
@@ -136,12 +136,16 @@ INSTALLED_APPS = [
     "channels",
     "axes",
     "csp",
+    "demo",
     "agents",
+    "access",
     "approvals",
+    "a2a_server",
     "presence",
     "notify",
     "webhooks",
     "metrics",
+    "gateway",  # `manage.py serve`
 ]
 
 MIDDLEWARE = [
@@ -240,9 +244,9 @@ LOGOUT_REDIRECT_URL = "/login/"
 # so a locked-out login never reaches the password check. API tokens do not pass through
 # authenticate(), so they are not throttled here.
 AUTHENTICATION_BACKENDS = [
-    "approvals.lockout.LoginThrottleBackend",
+    "access.lockout.LoginThrottleBackend",
     # ModelBackend with a user's permissions read in one statement (approvals/permbackend.py).
-    "approvals.permbackend.OneQueryModelBackend",
+    "access.permbackend.OneQueryModelBackend",
 ]
 AXES_FAILURE_LIMIT = envint("AXES_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("AXES_COOLOFF_MINUTES", 15))
@@ -444,7 +448,7 @@ CLAIM_SECONDS = envint("CLAIM_SECONDS", 300)
 # A reviewer may move a pending request's deadline once, by at most this much (agents.reminders).
 MAX_EXTENSION_SECONDS = envint("MAX_EXTENSION_SECONDS", 3600)
 
-# Limits on abuse (approvals.ratelimits, approvals.admission). A rate is in the `limits`
+# Limits on abuse (access.ratelimits, access.admission). A rate is in the `limits`
 # notation, "120/minute" or several joined by ";" ("10/second;120/minute"); empty: no limit.
 RATE_LIMIT_RUNS = envrate("RATE_LIMIT_RUNS", "120/minute")  # runs one token may start
 RATE_LIMIT_USER_RUNS = envrate("RATE_LIMIT_USER_RUNS", "600/minute")  # one user, all tokens

@@ -5,8 +5,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from a2a_server.card import agent_card
 from approvals import openapi
-from approvals.a2a.card import agent_card
 from approvals.api import decisions, events, extend, external, replies, suspensions, threads
 
 api_patterns = [

@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from pydantic import Field
 
+from access.auth import api
+from access.models import Scope
 from approvals.audit import staff_only
-from approvals.auth import api
 from approvals.http import error
-from approvals.models import Scope
 from approvals.openapi import Answer, Query, operation
 from metrics import charts
 from metrics.collector import GatewayCollector

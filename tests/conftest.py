@@ -41,7 +41,7 @@ def users(db: Any, settings: Any) -> dict[str, Any]:
     operator who starts runs and decides none."""
     from django.contrib.auth.models import Group, Permission, User
 
-    from approvals.permissions import REVIEWERS
+    from access.permissions import REVIEWERS
 
     # The production hasher is slow on purpose; four users a test would cost about a second.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -81,7 +81,7 @@ class Api:
         self.client = Client()
         self.headers: dict[str, str] = {}
         if user is not None:
-            from approvals.models import ApiToken
+            from access.models import ApiToken
 
             _, raw = ApiToken.issue(user, "tests")
             self.headers["Authorization"] = f"Bearer {raw}"

@@ -12,8 +12,8 @@ from django.db.models.sql.compiler import SQLUpdateCompiler
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from access.models import ApiToken
 from agents.models import AgentDefinition, StackFrame, Thread
-from approvals.models import ApiToken
 from infra.compiled import Compiled, CompiledUpdate, fields, insert
 
 FIELDS = ("name", "scopes", "expires_at", "user__username", "user__is_active")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from approvals.models import ApiToken
+from access.models import ApiToken
 from infra.postgresql.base import dumps
 
 VALUES = [

@@ -6,15 +6,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.core.exceptions import ValidationError
-from django.core.validators import URLValidator
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from agents import events
 from agents.models import AgentDefinition, Event
-from webhooks import addresses, queue
+from infra import addresses
+from infra.addresses import url_error
+from webhooks import queue
 from webhooks.models import Delivery, Notice, Subscription
 from webhooks.signing import new_secret, secret_error
 
@@ -25,22 +25,6 @@ MAX_EVENT_TYPES = 100
 def known_event_types() -> list[str]:
     """What a subscription may ask for: every Event type, the engine's and this app's."""
     return [*Event.Type.values, *Notice.values]
-
-
-def url_error(url: Any) -> str | None:
-    if not isinstance(url, str) or not url:
-        return "An http:// or https:// URL."
-    if len(url) > 2000:
-        return "At most 2000 characters."
-    try:
-        URLValidator(schemes=["http", "https"])(url)
-    except ValidationError:
-        return "An http:// or https:// URL."
-    try:
-        addresses.check(url)
-    except addresses.Refused as e:
-        return str(e)
-    return None
 
 
 def event_types_error(value: Any) -> str | None:

@@ -9,9 +9,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from approvals.auth import api
+from access.auth import api
+from access.models import Scope
 from approvals.http import BadRequest, error, json_body, parse_uuid, row_id, whole_number
-from approvals.models import Scope
 from approvals.openapi import operation
 from webhooks import actions
 from webhooks import schemas as shapes

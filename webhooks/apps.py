@@ -10,8 +10,8 @@ class WebhooksConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
+        from a2a_server.models import PushNotificationConfig
         from agents import events
-        from agents.models import PushNotificationConfig
         from webhooks import fanout
         from webhooks.models import Subscription
 

@@ -23,10 +23,12 @@ from django.db import transaction
 from django.db.models import Value
 from django.utils import timezone
 
-from agents.models import Event, PushNotificationConfig
+from a2a_server import notifications
+from a2a_server.models import PushNotificationConfig
+from agents.models import Event
 from approvals.cursor import gap_horizon, gap_settled, page_cursor
 from gateway.celery import app
-from webhooks import a2a, queue
+from webhooks import queue
 from webhooks.models import Cursor, Delivery, Subscription
 
 log = logging.getLogger(__name__)
@@ -138,7 +140,7 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> lis
     and one per A2A push config of the event's thread when the event changes the task's
     state."""
     subscriptions = list(Subscription.objects.filter(enabled=True))
-    threads = {r["thread_id"] for r in rows if r["thread_id"] and a2a.pushed(r["type"])}
+    threads = {r["thread_id"] for r in rows if r["thread_id"] and notifications.pushed(r["type"])}
     configs: dict[Any, list[PushNotificationConfig]] = {}
     if threads:
         for config in PushNotificationConfig.objects.filter(thread_id__in=threads):
@@ -156,7 +158,7 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> lis
                         **common,
                     )
                 )
-        if a2a.pushed(r["type"]):
+        if notifications.pushed(r["type"]):
             for c in configs.get(r["thread_id"], []):
                 made.append(
                     Delivery(

@@ -7,7 +7,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from agents.models import Event, PushNotificationConfig
+from a2a_server.models import PushNotificationConfig
+from agents.models import Event
 from webhooks.signing import new_secret
 
 

@@ -20,8 +20,9 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from a2a_server import notifications
 from agents import events
-from webhooks import a2a, addresses
+from infra import addresses
 from webhooks.models import Attempt, Delivery, Notice, Subscription
 from webhooks.queue import QUEUED_GRACE, enqueue
 from webhooks.signing import signed_headers
@@ -124,8 +125,10 @@ class Outbox:
                 **signed_headers(d.subscription.secret, d.webhook_id, body, now),
             }
             return d.subscription.url, body, headers
-        body = json.dumps(a2a.push_body(d.event), separators=(",", ":"), ensure_ascii=False)
-        return d.push_config.url, body, a2a.push_headers(d.push_config)
+        body = json.dumps(
+            notifications.push_body(d.event), separators=(",", ":"), ensure_ascii=False
+        )
+        return d.push_config.url, body, notifications.push_headers(d.push_config)
 
     def post(self, url: str, body: str, headers: dict[str, str]) -> Response:
         """POST to the address the URL's host resolves to, after the address check; no

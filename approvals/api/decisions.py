@@ -6,15 +6,16 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
+from access import ratelimits
+from access.auth import api
+from access.models import Scope
 from agents import decisions, policy, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
-from approvals import ratelimits
 from approvals import schemas as shapes
 from approvals.api.suspensions import suspension_or_none, with_version
-from approvals.auth import api
 from approvals.http import (
     BadRequest,
     bad_request,
@@ -24,7 +25,6 @@ from approvals.http import (
     parse_uuid,
     text_too_long,
 )
-from approvals.models import Scope
 from approvals.openapi import operation
 
 

@@ -2,14 +2,14 @@
 
 from django.http import HttpRequest, JsonResponse
 
+from access import scopes
+from access.auth import api
+from access.models import Scope
 from agents.models import Event
 from approvals import schemas as shapes
-from approvals import scopes
 from approvals.api.paging import MAX_PAGE_SIZE, page_limit
 from approvals.api.threads import visible_threads
-from approvals.auth import api
 from approvals.http import BadRequest, bad_request, error, parse_uuid, row_id, whole_number
-from approvals.models import Scope
 from approvals.openapi import operation
 
 

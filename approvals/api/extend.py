@@ -5,12 +5,12 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
+from access.auth import api
+from access.models import Scope
 from agents import reminders
 from agents.models import Suspension
 from agents.payloads import extension_payload, suspension_payload
-from approvals.auth import api
 from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long
-from approvals.models import Scope
 from approvals.openapi import operation
 from approvals.schemas import Extend, Extended
 

@@ -18,13 +18,13 @@ from django.db import IntegrityError
 from django.http import HttpRequest, JsonResponse
 from pydantic import Field
 
+from access import admission, ratelimits, scopes
+from access.auth import api
+from access.models import Scope
 from agents import external, presentation
 from agents.models import AgentDefinition, Suspension
 from agents.runtime.tools import CONFIRMATION, INPUT, ON_TIMEOUT, Tool
-from approvals import admission, ratelimits, scopes
-from approvals.auth import api
 from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long, whole_number
-from approvals.models import Scope
 from approvals.openapi import Body, Query, operation
 from approvals.schemas import Suspension as SuspensionModel
 

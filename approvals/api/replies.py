@@ -3,14 +3,14 @@
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
+from access import scopes
+from access.auth import api
+from access.models import Scope
 from agents import replies
 from approvals import schemas as shapes
-from approvals import scopes
 from approvals.api.payloads import thread_payload
 from approvals.api.threads import STEER_OTHERS, thread_or_404
-from approvals.auth import api
 from approvals.http import BadRequest, bad_request, error, json_body, not_found, text_too_long
-from approvals.models import Scope
 from approvals.openapi import operation
 
 

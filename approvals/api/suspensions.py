@@ -5,16 +5,16 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
+from access import scopes
+from access.auth import api
+from access.models import Scope
 from agents import policy, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from approvals import schemas as shapes
-from approvals import scopes
 from approvals.api.paging import keyset_page
 from approvals.api.threads import SEE_OTHERS
-from approvals.auth import api
 from approvals.http import BadRequest, bad_request, not_found, parse_uuid
-from approvals.models import Scope
 from approvals.openapi import operation
 from infra.compiled import Compiled, fields
 

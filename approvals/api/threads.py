@@ -5,13 +5,14 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
+from access import admission, ratelimits, scopes
+from access.auth import api
+from access.models import Scope
 from agents import cancelling, starting
 from agents.models import AgentDefinition, Thread
-from approvals import admission, ratelimits, scopes
 from approvals import schemas as shapes
 from approvals.api.paging import keyset_page
 from approvals.api.payloads import thread_payload, waiting_for_person
-from approvals.auth import api
 from approvals.http import (
     BadRequest,
     bad_request,
@@ -21,7 +22,6 @@ from approvals.http import (
     parse_uuid,
     text_too_long,
 )
-from approvals.models import Scope
 from approvals.openapi import operation
 from infra.compiled import Compiled, fields
 
@@ -33,7 +33,7 @@ def thread_or_404(thread_id: str) -> Thread | None:
     return Thread.objects.select_related("agent").filter(pk=pk).first()
 
 
-# A runs-only token sees its user's own runs (approvals.scopes); these say so when it asks
+# A runs-only token sees its user's own runs (access.scopes); these say so when it asks
 # for another's.
 SEE_OTHERS = "This token may read only the runs its user started: another's needs read."
 STEER_OTHERS = "This token may steer only the runs its user started: another's needs decide."

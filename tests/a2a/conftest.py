@@ -168,7 +168,7 @@ class Gateway:
         self.tokens = {who: self.token_for(user) for who, user in users.items()}
 
     def token_for(self, user: Any) -> str:
-        from approvals.models import ApiToken
+        from access.models import ApiToken
 
         return ApiToken.issue(user, "a2a tests")[1]
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from a2a.types import InvalidParamsError, TaskState, UnsupportedOperationError
 
-from agents.models import DemoAction, Event, Suspension
+from agents.models import Event, Suspension
+from demo.models import DemoAction
 from tests.a2a.conftest import Gateway, data_of, message, run, sent
 
 pytestmark = [pytest.mark.worker]

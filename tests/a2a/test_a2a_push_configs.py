@@ -15,7 +15,8 @@ from a2a.types import (
 )
 from django.contrib.auth.models import Permission, User
 
-from agents.models import Event, PushNotificationConfig
+from a2a_server.models import PushNotificationConfig
+from agents.models import Event
 from tests.a2a.conftest import HOOK, Gateway, message, run, sent
 
 pytestmark = [pytest.mark.worker]

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from access import ratelimits, tokens
+from access.models import ApiToken
 from agents.models import Suspension, Thread
-from approvals import ratelimits, tokens
-from approvals.models import ApiToken
 from tests.a2a.conftest import Gateway
 from tests.approvals import state
 from tests.conftest import wait_for

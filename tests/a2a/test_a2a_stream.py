@@ -17,10 +17,10 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from google.protobuf import json_format
 
+from access import tokens
+from access.models import ApiToken
 from agents import decisions, events
 from agents.models import Event, Suspension, Thread
-from approvals import tokens
-from approvals.models import ApiToken
 from tests.a2a.conftest import Gateway, data_of, db, message, run, sent
 from tests.conftest import wait_for
 
@@ -207,7 +207,7 @@ class StreamTestCase:
 
         head, took = run(scenario())
         assert head.task.status.state == INPUT_REQUIRED
-        assert took < 10  # approvals.revocation: within a check interval (5 s)
+        assert took < 10  # access.revocation: within a check interval (5 s)
         r = gateway.rpc("GetTask", {"id": head.task.id})
         assert r.status_code == 401
         if how != "deleted":

@@ -19,7 +19,8 @@ from a2a.types import (
     TaskState,
 )
 
-from agents.models import PushNotificationConfig, Suspension, Thread
+from a2a_server.models import PushNotificationConfig
+from agents.models import Suspension, Thread
 from tests.a2a.conftest import HOOK, Gateway, message, run, sent
 
 pytestmark = [pytest.mark.worker]

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 
+from access.permissions import REVIEWERS
 from agents import decisions, policy
 from agents.models import Event, Suspension, Thread, Vote
-from approvals.permissions import REVIEWERS
 from tests.agents.test_decision_races import race
 from tests.approvals import state
 

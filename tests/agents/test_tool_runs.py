@@ -11,11 +11,13 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from agents import cancelling, deadlines, decisions, demo_tools, starting
+from agents import cancelling, deadlines, decisions, starting
 from agents.engine import Engine
-from agents.models import AgentDefinition, DemoAction, Event, Thread
+from agents.models import AgentDefinition, Event, Thread
 from agents.runtime.tools import BLOCKING, ToolContext, ToolRegistry
 from agents.runtime.tools import registry as default_registry
+from demo import tools as demo_tools
+from demo.models import DemoAction
 from tests.approvals import state
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}

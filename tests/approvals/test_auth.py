@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from access.models import ApiToken
 from agents.models import Event, Suspension, Thread
-from approvals.models import ApiToken
 from tests.approvals import state
 
 # Every endpoint of design.md's public contract: method, path template, a valid body.

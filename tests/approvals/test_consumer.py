@@ -22,15 +22,15 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
+from access.auth import WebSocketAuth
+from access.models import ApiToken
 from agents import decisions, events, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from approvals import hub as hub_module
 from approvals import settled
-from approvals.auth import WebSocketAuth
 from approvals.consumers import INBOX_LIMIT, EventConsumer
 from approvals.hub import SAFETY_POLL, hub
-from approvals.models import ApiToken
 from approvals.settled import Batch
 from tests.conftest import operator
 

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from approvals.models import ApiToken
+from access.models import ApiToken
 
 
 def create_token(*args: str) -> str:

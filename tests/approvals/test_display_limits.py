@@ -12,10 +12,10 @@ from django.test import Client
 from django.utils import timezone
 from google.protobuf import json_format
 
+from a2a_server import mapping
 from agents import decisions, events
 from agents.models import Event, Suspension
 from approvals import excerpt
-from approvals.a2a import mapping
 from notify import compose
 from tests.approvals import state
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 
-from approvals import tokens
+from access import tokens
+from access.models import ApiToken, digest
+from access.revocation import CHECK_INTERVAL, Credential
 from approvals.hub import hub
-from approvals.models import ApiToken, digest
-from approvals.revocation import CHECK_INTERVAL, Credential
 from approvals.settled import Batch
 from tests.approvals.test_consumer import in_thread
 

@@ -10,8 +10,8 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import path
 from openapi_spec_validator import validate
 
+from access.auth import api
 from approvals import openapi
-from approvals.auth import api
 
 
 @pytest.fixture

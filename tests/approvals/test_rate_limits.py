@@ -12,10 +12,10 @@ from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test import Client
 
+from access import ratelimits
+from access.models import ApiToken
+from access.permissions import REVIEWERS
 from agents.models import Suspension, Thread
-from approvals import ratelimits
-from approvals.models import ApiToken
-from approvals.permissions import REVIEWERS
 from tests.approvals import state
 
 

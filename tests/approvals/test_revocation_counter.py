@@ -13,10 +13,10 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from approvals import tokens
-from approvals.clearance import Clearances
-from approvals.models import ApiToken, digest
-from approvals.revocation import Credential, revocations
+from access import tokens
+from access.clearance import Clearances
+from access.models import ApiToken, digest
+from access.revocation import Credential, revocations
 from tests.approvals.test_consumer import in_thread
 
 

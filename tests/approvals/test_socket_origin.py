@@ -6,7 +6,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.core.exceptions import ImproperlyConfigured
 
-from approvals.models import ApiToken
+from access.models import ApiToken
 from gateway import settings as gateway_settings
 from tests.approvals.test_consumer import application, run, session_cookie
 

@@ -11,9 +11,9 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.utils import timezone
 
-from approvals import tokens
-from approvals.models import ApiToken
-from approvals.revocation import CHECK_INTERVAL
+from access import tokens
+from access.models import ApiToken
+from access.revocation import CHECK_INTERVAL
 from tests.approvals.test_consumer import application, in_thread, run
 
 # With a channel layer the revocation is announced and applies at once; without one, the next

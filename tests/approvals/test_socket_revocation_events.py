@@ -14,10 +14,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
+from access import tokens
+from access.models import ApiToken
 from agents import starting
 from agents.models import AgentDefinition
-from approvals import tokens
-from approvals.models import ApiToken
 from tests.approvals.test_consumer import AGENTS, application, in_thread, newest_id, run
 from tests.conftest import operator
 

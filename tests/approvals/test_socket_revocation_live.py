@@ -16,8 +16,8 @@ from django.utils import timezone
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from approvals.models import ApiToken
-from approvals.revocation import CHECK_INTERVAL
+from access.models import ApiToken
+from access.revocation import CHECK_INTERVAL
 from tests.e2e.conftest import daphne_server  # noqa: F401  (the live server, a session fixture)
 
 
@@ -70,7 +70,7 @@ class LiveSocketRevocationTestCase:
             browser = Client()
             browser.force_login(self.users["admin"])
             r = browser.post(
-                "/admin/approvals/apitoken/",
+                "/admin/access/apitoken/",
                 {"action": "revoke", "_selected_action": [str(self.token.pk)]},
             )
             assert r.status_code == 302

@@ -12,9 +12,9 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
+from access.models import ApiToken
+from access.tokens import parse_expiry
 from agents.models import Event
-from approvals.models import ApiToken
-from approvals.tokens import parse_expiry
 
 
 def command(*args: str) -> str:
@@ -154,20 +154,20 @@ class RevokeTestCase:
     def test_the_admin_lists_and_revokes_but_neither_adds_edits_nor_deletes(self) -> None:
         browser = Client()
         browser.force_login(self.users["admin"])
-        listing = browser.get("/admin/approvals/apitoken/")
+        listing = browser.get("/admin/access/apitoken/")
         assert listing.status_code == 200
         page = listing.content.decode()
         assert self.token.prefix in page and "laptop" in page and self.raw not in page
         assert "Revoke the selected tokens" in page
-        assert browser.get("/admin/approvals/apitoken/add/").status_code == 403
-        assert browser.get(f"/admin/approvals/apitoken/{self.token.pk}/delete/").status_code in (
+        assert browser.get("/admin/access/apitoken/add/").status_code == 403
+        assert browser.get(f"/admin/access/apitoken/{self.token.pk}/delete/").status_code in (
             403,
             302,
         )
-        detail = browser.get(f"/admin/approvals/apitoken/{self.token.pk}/change/")
+        detail = browser.get(f"/admin/access/apitoken/{self.token.pk}/change/")
         assert detail.status_code == 200 and 'name="name"' not in detail.content.decode()
         r = browser.post(
-            "/admin/approvals/apitoken/",
+            "/admin/access/apitoken/",
             {"action": "revoke", "_selected_action": [str(self.token.pk)]},
         )
         assert r.status_code == 302

@@ -1,4 +1,4 @@
-"""A token's user's permissions, own and through groups, read with the token (approvals.auth):
+"""A token's user's permissions, own and through groups, read with the token (access.auth):
 each request sees them as they are then, and on PostgreSQL the token, its user and their
 permissions are one statement."""
 

@@ -5,11 +5,12 @@ import json
 from typing import Any
 
 import pytest
-from django.apps import apps
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from django.test import Client
 
+from access.models import ALL_SCOPES, ApiToken
 from agents.models import Suspension, Thread
-from approvals.models import ALL_SCOPES, ApiToken
 from tests.approvals import state
 
 
@@ -134,6 +135,10 @@ class TokenScopesTestCase:
             fromlist=["every_scope"],
         )
         old, _ = ApiToken.issue(self.alice, "old", [])
-        migration.every_scope(apps, None)
+        # The models as that migration saw them (the tokens were the approvals app's then).
+        then = MigrationLoader(connection).project_state(
+            ("approvals", "0002_scopes_expiry_revocation_rate_counters")
+        )
+        migration.every_scope(then.apps, None)
         old.refresh_from_db()
         assert sorted(old.scopes) == sorted(ALL_SCOPES)

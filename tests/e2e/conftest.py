@@ -152,7 +152,7 @@ class HttpApi:
     def __init__(self, url: str, user: Any) -> None:
         import httpx
 
-        from approvals.models import ApiToken
+        from access.models import ApiToken
 
         _, raw = ApiToken.issue(user, "e2e")
         self.client = httpx.Client(

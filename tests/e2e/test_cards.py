@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import expect
 
-from agents.models import DemoAction, Event, Suspension, Thread
+from agents.models import Event, Suspension, Thread
+from demo.models import DemoAction
 from tests.conftest import wait_for
 from tests.e2e.conftest import PHONE, Site
 from tests.e2e.test_inbox import card, gone, pending_of, start

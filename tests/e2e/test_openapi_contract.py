@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from access.models import ApiToken
 from agents import events
 from agents.models import Event
-from approvals.models import ApiToken
 from tests.approvals import state
 from tests.conftest import ARTIFACTS
 from tests.e2e.conftest import DESKTOP, PASSWORD, PHONE

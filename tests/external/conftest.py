@@ -20,7 +20,7 @@ from tests.e2e.conftest import (  # noqa: F401 - fixtures, used by name
 
 
 def token(user: Any, *scopes: str) -> str:
-    from approvals.models import ApiToken
+    from access.models import ApiToken
 
     return ApiToken.issue(user, "external-tests", list(scopes) or None)[1]
 

@@ -12,10 +12,10 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
+from access.models import ApiToken
 from agents import deadlines
 from agents.chain import verify
 from agents.models import Event, Suspension, Thread
-from approvals.models import ApiToken
 
 SCHEMA = {
     "type": "object",

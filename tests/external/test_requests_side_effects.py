@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from access.models import ApiToken
 from agents import reminders
 from agents.models import Event
-from approvals.models import ApiToken
 from webhooks import fanout
 from webhooks.models import Delivery, Subscription
 

@@ -9,8 +9,8 @@ import os
 import time
 from typing import Any
 
-from agents.models import DemoAction
 from agents.runtime.tools import BLOCKING, ToolContext, registry
+from demo.models import DemoAction
 
 
 def _append(line: str) -> None:

@@ -4,10 +4,10 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 
+from access.permissions import REVIEWERS
 from agents import starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Suspension, Thread
-from approvals.permissions import REVIEWERS
 from tests.conftest import operator
 
 PAYER = """

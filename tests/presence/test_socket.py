@@ -17,10 +17,10 @@ from django import db
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
+from access.auth import WebSocketAuth
 from agents import decisions, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension
-from approvals.auth import WebSocketAuth
 from approvals.consumers import EventConsumer
 from presence.models import Claim, Viewer
 
@@ -256,7 +256,7 @@ class PresenceSocketTestCase:
         self.no_events_written()
 
     def test_a_token_claims_only_with_the_decide_scope(self) -> None:
-        from approvals.models import ApiToken
+        from access.models import ApiToken
 
         _, reader = ApiToken.issue(self.bob, "reads", scopes=["read"])
         _, decider = ApiToken.issue(self.bob, "decides", scopes=["read", "decide"])

@@ -6,8 +6,9 @@ from typing import Any
 import pytest
 from django.db import transaction
 
+from a2a_server.models import PushNotificationConfig
 from agents import starting
-from agents.models import AgentDefinition, PushNotificationConfig, Thread
+from agents.models import AgentDefinition, Thread
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.worker

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from webhooks import addresses
+from infra import addresses
 
 
 @pytest.mark.parametrize(

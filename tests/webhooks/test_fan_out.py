@@ -9,8 +9,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from a2a_server.models import PushNotificationConfig
 from agents import events, starting
-from agents.models import AgentDefinition, Event, PushNotificationConfig, Thread
+from agents.models import AgentDefinition, Event, Thread
 from webhooks import fanout, outbox, queue
 from webhooks.models import Cursor, Delivery, Subscription
 

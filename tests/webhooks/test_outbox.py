@@ -12,8 +12,9 @@ from django.core import mail
 from django.db import connection, transaction
 from django.utils import timezone
 
+from a2a_server.models import PushNotificationConfig
 from agents import events
-from agents.models import AgentDefinition, Event, PushNotificationConfig, Thread
+from agents.models import AgentDefinition, Event, Thread
 from tests.webhooks.receiver import closed_port_url
 from webhooks import fanout, outbox
 from webhooks.models import Attempt, Delivery, Subscription
@@ -215,7 +216,7 @@ class OutboxTestCase:
         update = got.json["statusUpdate"]
         assert update["taskId"] == update["contextId"] == str(thread.pk)
         assert update["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-        # What a stream of the task says at this point (approvals.a2a.mapping.Fold).
+        # What a stream of the task says at this point (a2a_server.mapping.Fold).
         message = update["status"]["message"]
         assert message["role"] == "ROLE_AGENT" and message["parts"][0]["text"] == "Which form?"
         assert message["parts"][1]["data"]["input"]["prompt"] == "Which form?"

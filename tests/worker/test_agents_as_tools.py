@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents.models import DemoAction, Event, StackFrame, Suspension, Thread
+from agents.models import Event, StackFrame, Suspension, Thread
 from agents.runtime import messages as msgs
+from demo.models import DemoAction
 from tests.conftest import operator_of, wait_for
 
 pytestmark = pytest.mark.worker

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from agents.models import DemoAction, Event, Suspension, Thread
+from agents.models import Event, Suspension, Thread
+from demo.models import DemoAction
 from tests.conftest import operator_of, wait_for
 
 pytestmark = pytest.mark.worker

@@ -132,7 +132,7 @@ def listed(reviewer: Any, status: str) -> list[str]:
 def task_state(tid: str) -> str:
     from a2a.types import TaskState
 
-    from approvals.a2a.reads import snapshot
+    from a2a_server.reads import snapshot
 
     return TaskState.Name(snapshot(tid).state)
 

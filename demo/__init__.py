@@ -1,0 +1,2 @@
+"""The demo: harmless tools whose effects a person can see (the DemoAction table), and the
+agents of `make run` (demo/agents.yaml)."""
