@@ -168,7 +168,7 @@ class EventHub:
         """Hand `batch` to the subscribers whose credentials still hold. `revoked`: the
         revocation counter as read after the batch's events; read now when not given (the
         events came with a wake-up, so they have committed already)."""
-        if batch is None:
+        if batch is None or not self.subscribers:
             return
         if revoked is None:
             revoked = await blocking(revocations)()
