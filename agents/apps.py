@@ -15,7 +15,7 @@ class AgentsConfig(AppConfig):
         from agents import (  # noqa: F401 - registering is the import
             checks,
             demo_tools,
-            tasks,  # noqa: F401
+            tasks,
         )
         from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
 

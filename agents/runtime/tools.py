@@ -38,7 +38,7 @@ class ToolTimeLimit(ToolError):
         )
 
 
-class ChildActivated(BaseException):  # noqa: N818 - the seed's name for the signal
+class ChildActivated(BaseException):  # the seed's name for the signal
     """Raised by a tool that pushes a child frame.
 
     A BaseException so that it passes through the generic `except Exception` of tool
