@@ -74,11 +74,13 @@ PEERS ?= ../shared/peers
 bench-compare: setup
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) bench/compare.py --peers $(PEERS)
 
-# ruff, then the layers of ARCHITECTURE.md (import-linter's contracts in pyproject.toml).
+# ruff, the layers of ARCHITECTURE.md (import-linter's contracts in pyproject.toml), then mypy
+# on the modules [tool.mypy] names (its cache in .mypy_cache).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	env -u DATABASE_URL -u REDIS_URL $(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) var test-artifacts

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from a2a.types import (
     ListTasksRequest,
@@ -97,7 +98,7 @@ def pending(thread: Thread) -> QuerySet:
     return thread.suspensions.filter(status=S.PENDING).order_by("created_at", "id")
 
 
-def _prompt(thread_id: Any) -> dict[str, Any] | None:
+def _prompt(thread_id: UUID) -> dict[str, Any] | None:
     """The INPUT_REQUIRED payload of a thread's wait for input: what it asked, what it takes."""
     return (
         Event.objects.filter(thread_id=thread_id, type=Event.Type.INPUT_REQUIRED)
@@ -107,7 +108,7 @@ def _prompt(thread_id: Any) -> dict[str, Any] | None:
     )
 
 
-def _history(thread_id: Any, length: int | None) -> list[Event]:
+def _history(thread_id: UUID, length: int | None) -> list[Event]:
     length = MAX_HISTORY if length is None else min(length, MAX_HISTORY)
     if length <= 0:
         return []
@@ -180,11 +181,11 @@ def in_state(rows: QuerySet, state: int) -> QuerySet:
 BAD_TOKEN = "Not a page token this server gave: send nextPageToken as it came."
 
 
-def encode_token(updated_at: datetime, pk: Any) -> str:
+def encode_token(updated_at: datetime, pk: UUID) -> str:
     return base64.urlsafe_b64encode(f"{updated_at.isoformat()}|{pk}".encode()).decode()
 
 
-def decode_token(token: str, field: str) -> tuple[datetime, Any]:
+def decode_token(token: str, field: str) -> tuple[datetime, str]:
     try:
         stamp, pk = base64.urlsafe_b64decode(token.encode()).decode().split("|")
         parsed = datetime.fromisoformat(stamp)

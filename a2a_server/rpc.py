@@ -61,6 +61,9 @@ from infra.aio import blocking
 
 log = logging.getLogger(__name__)
 
+# A JSON-RPC request's id as the caller sent it (a string or a number), or None when it sent none.
+RequestId = str | int | None
+
 # Errors of our own, outside the ranges JSON-RPC and A2A reserve (the specification leaves
 # authentication and authorization errors to "a JSON-RPC custom error" with HTTP 401 and 403).
 UNAUTHENTICATED = -31401
@@ -74,7 +77,7 @@ PING = 3
 class Call:
     """One JSON-RPC request: its id, version and caller."""
 
-    def __init__(self, request_id: Any, version: str, context: ServerCallContext) -> None:
+    def __init__(self, request_id: RequestId, version: str, context: ServerCallContext) -> None:
         self.id = request_id
         self.version = version
         self.context = context
@@ -88,7 +91,7 @@ class Call:
         return error_body(self.id, error, self.version)
 
 
-def error_body(request_id: Any, error: Exception, version: str) -> dict[str, Any]:
+def error_body(request_id: RequestId, error: Exception, version: str) -> dict[str, Any]:
     """A JSON-RPC error response: A2A's errors with their codes and, in 1.0, their error
     details (google.rpc.ErrorInfo, and BadRequest for invalid params); in 0.3, the data as is."""
     if isinstance(error, Denied | Limited):
@@ -123,7 +126,7 @@ def error_body(request_id: Any, error: Exception, version: str) -> dict[str, Any
 
 
 def answer_error(
-    request_id: Any, error: Exception, version: str, status: int = 200
+    request_id: RequestId, error: Exception, version: str, status: int = 200
 ) -> JSONResponse:
     if isinstance(error, Denied):
         status = error.status
@@ -237,7 +240,7 @@ async def answer(request: Request) -> Response:
         return answer_error(request_id, e, version)
 
 
-def _request_id(data: Any) -> Any:
+def _request_id(data: Any) -> RequestId:
     if isinstance(data, dict):
         found = data.get("id")
         if isinstance(found, str | int) and not isinstance(found, bool):

@@ -106,7 +106,7 @@ def still_valid(credentials: list[Credential]) -> dict[Credential, datetime | No
     return valid
 
 
-def announce(user_id: Any, session_key: str | None = None) -> None:
+def announce(user_id: int, session_key: str | None = None) -> None:
     """Tell every hub, once the change commits, to check this user's sockets now (and to close
     those of `session_key` without asking: a logout deletes the session only after its signal)."""
     message = {"type": REVOKED, "user": user_id, "session": session_key}

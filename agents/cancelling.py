@@ -2,6 +2,7 @@
 
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,7 +18,7 @@ class AlreadyFinished(Exception):
 
 
 def cancel_thread(
-    thread_id: Any,
+    thread_id: UUID,
     user: Any,
     now: datetime | None = None,
     reason: str = "the run was cancelled",

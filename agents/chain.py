@@ -55,9 +55,9 @@ def content(
     *,
     prev_hash: str,
     type: str,
-    thread: Any,
-    suspension: Any,
-    actor_id: Any,
+    thread: uuid.UUID | None,
+    suspension: uuid.UUID | None,
+    actor_id: int | None,
     actor: str,
     created_at: datetime,
     payload: Any,
@@ -98,7 +98,7 @@ def _float(text: str) -> Any:
     return 0.0 if value == 0 else value
 
 
-def _uuid_text(value: Any) -> str | None:
+def _uuid_text(value: uuid.UUID | str | None) -> str | None:
     return (
         None
         if value is None
@@ -157,7 +157,7 @@ def seal(events: list[Event]) -> None:
     _remember(connection, {k: heads[k] for k in keys})
 
 
-def begun(thread_id: Any) -> None:
+def begun(thread_id: uuid.UUID) -> None:
     """A thread made in the caller's transaction: its chain is empty, and no other
     transaction can write to it before this one commits (none can see the thread's row), so
     seal need not lock it and read its head."""

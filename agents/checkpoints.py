@@ -1,6 +1,7 @@
 """A run's checkpoints: the frame, the step's events, and the lease renewed or given back."""
 
 from typing import Any
+from uuid import UUID
 
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -28,7 +29,9 @@ class Checkpoints:
             "instance": self.lane.instance_name if self.lane is not None else None,
         }
 
-    def _buffer(self, type: str, payload: dict[str, Any], suspension_id: Any = None) -> None:
+    def _buffer(
+        self, type: str, payload: dict[str, Any], suspension_id: UUID | None = None
+    ) -> None:
         self.buffered.append(
             Event(type=type, thread_id=self.thread.pk, suspension_id=suspension_id, payload=payload)
         )

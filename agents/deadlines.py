@@ -3,6 +3,7 @@
 import time
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
@@ -53,7 +54,9 @@ def time_out(s: Suspension, now: datetime) -> bool:
     return True
 
 
-def expire_overdue(now: datetime | None = None, limit: int = 500, only: Any = None) -> int:
+def expire_overdue(
+    now: datetime | None = None, limit: int = 500, only: UUID | str | None = None
+) -> int:
     """Apply on_timeout to pending suspensions past their deadline (or to the one named by
     `only`, if it is); returns how many. One transaction per batch of `limit`."""
     now = now or timezone.now()
@@ -124,7 +127,9 @@ def expire_all_overdue(budget: float = 10.0, limit: int = 500) -> int:
             return done
 
 
-def due_soon(within: timedelta, now: datetime | None = None, limit: int = 500) -> list[Any]:
+def due_soon(
+    within: timedelta, now: datetime | None = None, limit: int = 500
+) -> list[tuple[UUID, datetime]]:
     """Pending suspensions whose deadline falls in the coming `within`: (id, expires_at)."""
     now = now or timezone.now()
     return list(

@@ -8,6 +8,7 @@ them. agents.apps imports agents.tasks when Django starts, so every process has 
 import functools
 import logging
 from typing import Any
+from uuid import UUID
 
 from celery import current_app
 from django.db import transaction
@@ -19,12 +20,12 @@ RESUME_THREAD = "agents.tasks.resume_thread"
 RUN_INSTANCE = "agents.tasks.run_instance"
 
 
-def enqueue_thread(thread_id: Any, task: str = RESUME_THREAD) -> None:
+def enqueue_thread(thread_id: UUID, task: str = RESUME_THREAD) -> None:
     """Send the thread to a worker once the caller's transaction commits."""
     transaction.on_commit(functools.partial(send, current_app.tasks[task], str(thread_id)))
 
 
-def enqueue_instance(frame_id: Any) -> None:
+def enqueue_instance(frame_id: int) -> None:
     """Send an agent instance's lane to a worker once the caller's transaction commits."""
     transaction.on_commit(functools.partial(send, current_app.tasks[RUN_INSTANCE], str(frame_id)))
 

@@ -54,7 +54,7 @@ class Engine:
         self.clock = clock
         self.agents = agents
 
-    def advance(self, thread_id: Any) -> bool:
+    def advance(self, thread_id: uuid.UUID | str) -> bool:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
         owner = uuid.uuid4().hex
         now = self.clock()
@@ -73,7 +73,7 @@ class Engine:
                 leases.release_thread(thread_id, owner)
         return True
 
-    def advance_instance(self, frame_id: Any) -> bool:
+    def advance_instance(self, frame_id: int | str) -> bool:
         """Run an agent instance's lane if it is runnable and free (the same rules as
         `advance`, under the instance's own lease, so instances of one thread run side by
         side on different workers); returns whether this call ran it."""
@@ -95,7 +95,7 @@ class Engine:
                 leases.release_lane(frame_id, owner)
         return True
 
-    def _drive(self, run: Run, thread_id: Any) -> None:
+    def _drive(self, run: Run, thread_id: uuid.UUID | str) -> None:
         try:
             run.drive()
         except LeaseLost:

@@ -5,6 +5,7 @@ import contextlib
 import os
 import threading
 from typing import Any
+from uuid import UUID
 
 from asgiref.sync import SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
@@ -28,8 +29,8 @@ committed = Signal()
 def record(
     type: str,
     *,
-    thread_id: Any = None,
-    suspension_id: Any = None,
+    thread_id: UUID | None = None,
+    suspension_id: UUID | None = None,
     actor: Any = None,
     payload: dict[str, Any] | None = None,
 ) -> Event:
@@ -126,7 +127,7 @@ def wake_after_commit(written: list[Event] | None = None) -> None:
     wake.events.extend(written or [])
 
 
-def live_with_wake(thread_id: Any) -> bool:
+def live_with_wake(thread_id: UUID) -> bool:
     """Let the transaction's events wake-up say that `thread_id`'s live line changed too;
     False when this transaction has none (the caller wakes the hubs itself)."""
     wake = _pending_wake()

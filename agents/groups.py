@@ -45,7 +45,7 @@ def resume_if_group_done(s: Suspension, now: datetime) -> None:
         dispatch.enqueue_thread(s.thread_id)
 
 
-def resume_lanes(lanes: Any, now: datetime, unless: Any = None) -> None:
+def resume_lanes(lanes: list[int], now: datetime, unless: Any = None) -> None:
     """Agent instances whose suspensions are all decided run again (the thread's other
     instances, and its main stack, never stopped for them); none if `unless` (an Exists)
     holds."""

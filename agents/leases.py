@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -26,7 +27,7 @@ class LeaseLost(Exception):
     """Another worker took the thread over, or it was cancelled: stop without writing."""
 
 
-def claim_lane(frame_id: Any, owner: str, until: datetime, now: datetime) -> int:
+def claim_lane(frame_id: int | str, owner: str, until: datetime, now: datetime) -> int:
     """Take an agent instance's lane if it is runnable and its lease is free; 1 when taken."""
     return (
         StackFrame.objects.filter(
@@ -42,7 +43,7 @@ def claim_lane(frame_id: Any, owner: str, until: datetime, now: datetime) -> int
     )
 
 
-def release_thread(thread_id: Any, owner: str) -> None:
+def release_thread(thread_id: UUID | str, owner: str) -> None:
     """Give the lease back so the next task may run the thread at once. On a broken
     connection this fails; the lease then runs out by itself within THREAD_LEASE_SECONDS,
     and the error that broke the step is the one the task sees."""
@@ -54,7 +55,7 @@ def release_thread(thread_id: Any, owner: str) -> None:
         log.warning("thread %s: the lease could not be released", thread_id, exc_info=True)
 
 
-def release_lane(frame_id: Any, owner: str) -> None:
+def release_lane(frame_id: int | str, owner: str) -> None:
     """release_thread for an agent instance's lane."""
     try:
         StackFrame.objects.filter(pk=frame_id, lease_owner=owner).update(
@@ -71,7 +72,11 @@ class Heartbeat(threading.Thread):
     LeaseLost). `lease_end` gives the renewed lease's end (Engine._lease_end)."""
 
     def __init__(
-        self, lease_end: Callable[[], Any], thread_id: Any, owner: str, lane: bool = False
+        self,
+        lease_end: Callable[[], Any],
+        thread_id: UUID | int | str,  # the instance's frame id for a lane
+        owner: str,
+        lane: bool = False,
     ) -> None:
         super().__init__(name=f"lease-{thread_id}", daemon=True)
         self.lease_end = lease_end

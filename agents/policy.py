@@ -146,7 +146,7 @@ def _more(n: int) -> str:
 
 
 def why_not(
-    s: Any, viewer: Viewer, started_by_id: Any = None, approved_by: list[str] | None = None
+    s: Any, viewer: Viewer, started_by_id: int | None = None, approved_by: list[str] | None = None
 ) -> tuple[str, str] | None:
     """(rule, why) when `viewer` may not decide `s` now; None when they may. The reasons the
     card shows and the refusals of `check` come from here."""
@@ -207,7 +207,7 @@ def check_allowed(s: Any, decision: dict[str, Any]) -> None:
             raise Refused("not_allowed", f"{s.tool_name} does not let a reviewer {what}.")
 
 
-def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: Any) -> None:
+def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: int | None) -> None:
     """May `user` take `decision` on `s`? Raises Refused with the reason. Edited arguments
     are checked again: the auto_reject rules apply to them."""
     viewer = Viewer.of(user)
@@ -255,7 +255,7 @@ def payload(s: Any) -> dict[str, Any]:
     }
 
 
-def viewer_payload(s: Any, viewer: Viewer, started_by_id: Any = None) -> dict[str, Any]:
+def viewer_payload(s: Any, viewer: Viewer, started_by_id: int | None = None) -> dict[str, Any]:
     """May this person decide it, and if not, why."""
     if s.status != "pending":
         return {"may_decide": False, "why_not": None, "rule": None}

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
@@ -61,7 +62,7 @@ def ladder_fields(steps: Ladder, expires_at: datetime, now: datetime) -> dict[st
     }
 
 
-def _lock_threads(thread_ids: set[Any]) -> None:
+def _lock_threads(thread_ids: set[UUID]) -> None:
     """The threads' locks in one order: every change to a suspension takes its thread's
     lock first (agents.decisions, agents.deadlines)."""
     list(

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
@@ -65,7 +66,7 @@ def _asking_frame(thread: Thread) -> StackFrame | None:
 
 
 def provide_input(
-    thread_id: Any,
+    thread_id: UUID,
     user: Any,
     *,
     text: str | None = None,
@@ -144,7 +145,7 @@ def provide_input(
     return thread
 
 
-def post_message(thread_id: Any, text: str, user: Any) -> Thread:
+def post_message(thread_id: UUID, text: str, user: Any) -> Thread:
     """A user's text message goes to the top of the stack and the thread runs again."""
     return provide_input(thread_id, user, text=text, content_type=TEXT)
 

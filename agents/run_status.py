@@ -12,7 +12,7 @@ takes it first, so of two instances stopping at once the second sees the first s
 """
 
 from datetime import datetime
-from typing import Any
+from uuid import UUID
 
 from django.db.models import Exists, OuterRef
 
@@ -30,7 +30,7 @@ _WORKING_LANES = StackFrame.objects.filter(
 _PENDING = Suspension.objects.filter(thread_id=OuterRef("pk"), status=Suspension.Status.PENDING)
 
 
-def settle(thread_id: Any, now: datetime) -> bool:
+def settle(thread_id: UUID, now: datetime) -> bool:
     """A frame of the run just stopped working (an instance waits for a decision or for its
     own instances, the main stack waits for its instances, an instance ended): if none works
     any more and a suspension is pending, the run is suspended, with THREAD_SUSPENDED. Returns
@@ -64,7 +64,7 @@ def settle(thread_id: Any, now: datetime) -> bool:
     return True
 
 
-def lanes_resumed(thread_ids: list[Any], now: datetime) -> None:
+def lanes_resumed(thread_ids: list[UUID], now: datetime) -> None:
     """Agent instances of these runs work again: a suspended run among them is running again,
     with THREAD_RESUMED. Its main stack still waits for its instances (the last one to finish
     wakes it, agents.instances.wake_parent), so it is not made runnable here."""

@@ -157,56 +157,56 @@ _THREAD_WITH_AGENT = Compiled(
 )
 
 
-def active_stack(thread_id: Any, lane_id: Any = None) -> list[StackFrame]:
+def active_stack(thread_id: uuid.UUID, lane_id: int | None = None) -> list[StackFrame]:
     """The active frames of the thread's main stack (or of the lane `lane_id`), by depth."""
     if lane_id is None:
         return _MAIN_STACK.instances(StackFrame, thread_id)
     return _LANE_STACK.instances(StackFrame, thread_id, lane_id)
 
 
-def claim_lease(thread_id: Any, owner: str, until: datetime, now: datetime) -> int:
+def claim_lease(thread_id: uuid.UUID | str, owner: str, until: datetime, now: datetime) -> int:
     """Take a runnable thread whose lease is free; 1 when taken."""
     return _CLAIM.run(thread_id, owner, until, now)
 
 
-def renew_lease(thread_id: Any, owner: str, until: datetime) -> int:
+def renew_lease(thread_id: uuid.UUID, owner: str, until: datetime) -> int:
     """Extend a running thread's lease held by `owner`; 0 when it is no longer held."""
     return _RENEW.run(thread_id, owner, until)
 
 
 def end_step(
-    thread_id: Any, owner: str, status: str, result: str, error: str, now: datetime
+    thread_id: uuid.UUID, owner: str, status: str, result: str, error: str, now: datetime
 ) -> int:
     """The thread's new status, result and error, the lease given back, if `owner` holds it."""
     return _END.run(thread_id, owner, status, result, error, now)
 
 
-def save_frame(frame_id: Any, *values: Any) -> int:
+def save_frame(frame_id: int, *values: Any) -> int:
     """A frame's checkpoint: its messages, iteration, tokens, tools used and updated_at."""
     return _SAVE_FRAME.run(frame_id, *values)
 
 
-def save_ended_frame(frame_id: Any, *values: Any) -> int:
+def save_ended_frame(frame_id: int, *values: Any) -> int:
     """save_frame with the frame's final status and result."""
     return _SAVE_ENDED_FRAME.run(frame_id, *values)
 
 
-def raised(frame_id: Any, tool_use_ids: list[str]) -> dict[str, str]:
+def raised(frame_id: int, tool_use_ids: list[str]) -> dict[str, str]:
     """The status of the frame's suspensions for these tool uses, by tool_use id."""
     return dict(_raised(len(tool_use_ids)).rows(frame_id, *tool_use_ids))
 
 
-def mark_resumed(ids: list[Any], now: datetime) -> int:
+def mark_resumed(ids: list[uuid.UUID], now: datetime) -> int:
     """Stamp resumed_at on the suspensions `ids` that have none yet."""
     return _mark_resumed(len(ids)).run(now, *ids)
 
 
-def decided(frame_id: Any, tool_use_ids: list[str]) -> list[Suspension]:
+def decided(frame_id: int, tool_use_ids: list[str]) -> list[Suspension]:
     """The frame's decided suspensions for these tool uses."""
     return _decided(len(tool_use_ids)).instances(Suspension, frame_id, *tool_use_ids)
 
 
-def thread_with_agent(thread_id: Any) -> Thread:
+def thread_with_agent(thread_id: uuid.UUID | str) -> Thread:
     """Thread.objects.select_related("agent").get(pk=thread_id), through a statement compiled
     once per process (infra.compiled)."""
     rows = _THREAD_WITH_AGENT.rows(thread_id)
@@ -282,20 +282,20 @@ _RESUME_MAIN_STACK = CompiledUpdate(
 )
 
 
-def lock_thread(thread_id: Any) -> list[tuple[Any]]:
+def lock_thread(thread_id: uuid.UUID) -> list[tuple[int | None]]:
     """Lock the thread's row: [(created_by_id,)], or [] when it is gone."""
     return _LOCK_THREAD.rows(thread_id)
 
 
-def lock_suspension(suspension_id: Any) -> Suspension | None:
+def lock_suspension(suspension_id: uuid.UUID) -> Suspension | None:
     """Lock the suspension's row and read it."""
     return next(iter(_LOCK_SUSPENSION.instances(Suspension, suspension_id)), None)
 
 
 def decide_pending(
-    suspension_id: Any,
+    suspension_id: uuid.UUID,
     now: datetime,
-    by: Any,
+    by: int,
     name: str,
     status: str,
     approved: bool,
@@ -307,7 +307,7 @@ def decide_pending(
     return _DECIDE.run(suspension_id, now, by, name, status, approved, reason, modified_args)
 
 
-def resume_main_stack(thread_id: Any, group: Any, frame_id: Any, now: datetime) -> int:
+def resume_main_stack(thread_id: uuid.UUID, group: uuid.UUID, frame_id: int, now: datetime) -> int:
     """A suspended thread runs again when none of the group waits and the frame is on its
     main stack; 1 when it was made runnable."""
     return _RESUME_MAIN_STACK.run(thread_id, group, frame_id, now)

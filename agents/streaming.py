@@ -4,6 +4,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+from uuid import UUID
 
 from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
@@ -32,7 +33,7 @@ class LiveWriter:
 
     def __init__(
         self,
-        thread_id: Any,
+        thread_id: UUID,
         frame_id: int,
         min_interval: float = 0.1,
         clock: Callable[[], float] = time.monotonic,

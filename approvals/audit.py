@@ -121,9 +121,9 @@ def arg_diff(before: dict[str, Any], after: dict[str, Any] | None) -> list[dict[
     return changes
 
 
-def timelines(page: list[Suspension]) -> dict[Any, list[dict[str, Any]]]:
+def timelines(page: list[Suspension]) -> dict[uuid.UUID, list[dict[str, Any]]]:
     """Each suspension's steps: raised, decided or timed out, resumed, and the tool's outcome."""
-    steps: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    steps: dict[uuid.UUID, list[dict[str, Any]]] = defaultdict(list)
     by_use = {(s.thread_id, s.tool_use_id): s.pk for s in page}
     events = Event.objects.filter(suspension_id__in=[s.pk for s in page])
     for e in events.order_by("id"):

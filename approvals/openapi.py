@@ -38,7 +38,7 @@ described, and runs schemathesis against a live server over every operation desc
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -49,6 +49,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
 from access.auth import api
+
+View = TypeVar("View", bound=Callable[..., Any])
 
 
 class Body(BaseModel):
@@ -109,10 +111,10 @@ def operation(
     errors: Iterable[int] = (),
     path: dict[str, str] | None = None,
     description: str | None = None,
-) -> Callable:
+) -> Callable[[View], View]:
     """Describe one method of the view below it (see the module's docstring)."""
 
-    def mark(view: Callable) -> Callable:
+    def mark(view: View) -> View:
         found = dict(getattr(view, "openapi", {}))
         found[method.upper()] = Operation(
             method.upper(),
@@ -124,7 +126,7 @@ def operation(
             tuple(errors),
             path or {},
         )
-        view.openapi = found
+        view.openapi = found  # type: ignore[attr-defined]  # read back with getattr
         return view
 
     return mark
@@ -136,7 +138,7 @@ class Route:
 
     path: str  # /api/threads/{thread_id}
     params: dict[str, str]  # name → converter ("str", "int", ...)
-    view: Callable
+    view: Callable[..., Any]
 
 
 CONVERTER = re.compile(r"<(?:(?P<conv>[^>:]+):)?(?P<name>\w+)>")
@@ -157,7 +159,7 @@ def api_routes() -> Iterator[Route]:
     yield from walk(get_resolver().url_patterns, "")
 
 
-def _doc(view: Callable) -> str | None:
+def _doc(view: Callable[..., Any]) -> str | None:
     text = (view.__doc__ or "").strip()
     return re.sub(r"\s*\n\s*", " ", text) or None
 
@@ -187,7 +189,7 @@ def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
     return found
 
 
-def _operation(route: Route, op: Operation, view: Callable) -> dict[str, Any]:
+def _operation(route: Route, op: Operation, view: Callable[..., Any]) -> dict[str, Any]:
     name = view.__name__.strip("_")
     found: dict[str, Any] = {
         "operationId": f"{name}_{op.method.lower()}",
@@ -334,4 +336,5 @@ def docs(request: HttpRequest) -> HttpResponse:
     return render(request, "approvals/api_docs.html")
 
 
-docs.openapi_skip = True  # a page for people, not an API operation
+# A page for people, not an API operation.
+docs.openapi_skip = True  # type: ignore[attr-defined]

@@ -5,17 +5,23 @@ Event.as_message answer; they are not used to build the answers. A view's own re
 and query sit next to the view.
 """
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pydantic import Field
 
 from agents import models
 from approvals.openapi import Answer, Body, Query
 
-# The choices as the models have them, so a new status shows in the document by itself.
-ThreadStatus = Literal[tuple(models.Thread.Status.values)]
-SuspensionStatus = Literal[tuple(models.Suspension.Status.values)]
-SuspensionKind = Literal[tuple(models.Suspension.Kind.values)]
+# The choices as the models have them, so a new status shows in the document by itself; to a
+# type checker, which cannot read them, strings.
+if TYPE_CHECKING:
+    ThreadStatus: TypeAlias = str
+    SuspensionStatus: TypeAlias = str
+    SuspensionKind: TypeAlias = str
+else:
+    ThreadStatus = Literal[tuple(models.Thread.Status.values)]
+    SuspensionStatus = Literal[tuple(models.Suspension.Status.values)]
+    SuspensionKind = Literal[tuple(models.Suspension.Kind.values)]
 Limit = Field(None, ge=1, le=200, description="At most this many (1 to 200; 50 by default).")
 
 

@@ -17,7 +17,7 @@ from twisted.web import http
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
-from django.core.wsgi import get_wsgi_application  # noqa: E402
+from django.core.wsgi import get_wsgi_application
 
 django_wsgi_app = get_wsgi_application()
 

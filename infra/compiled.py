@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections
 from django.db.models import Model, QuerySet
@@ -43,7 +43,9 @@ class _Prepared:
 class Compiled:
     """`build(*sentinels)` returns the values_list queryset; `rows(*values)` runs it."""
 
-    def __init__(self, build: Callable[..., QuerySet], *sentinels: str | int | uuid.UUID) -> None:
+    def __init__(
+        self, build: Callable[..., QuerySet[Any, Any]], *sentinels: str | int | uuid.UUID
+    ) -> None:
         self.build = build
         self.sentinels = sentinels
         self._prepared: dict[str, _Prepared] = {}
@@ -107,7 +109,9 @@ class CompiledUpdate:
     when the statement is prepared. `run(*values)` returns the number of rows updated.
     """
 
-    def __init__(self, build: Callable[..., tuple[QuerySet, dict[str, Any]]], *sentinels: Any):
+    def __init__(
+        self, build: Callable[..., tuple[QuerySet[Any, Any], dict[str, Any]]], *sentinels: Any
+    ):
         self.build = build
         self.sentinels = sentinels
         self._prepared: dict[str, tuple[str, tuple[Any, ...], tuple[Any, ...]]] = {}
@@ -115,7 +119,7 @@ class CompiledUpdate:
 
     def _prepare(self, alias: str) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
         qs, values = self.build(*self.sentinels)
-        query = qs.query.chain(UpdateQuery)
+        query = cast(UpdateQuery, qs.query.chain(UpdateQuery))
         query.add_update_values(values)
         if len(query.alias_map) > 1 or query.related_updates:
             raise ValueError(f"{self.build.__qualname__}: only one table's rows")
@@ -154,7 +158,7 @@ class CompiledUpdate:
         ]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            return cursor.rowcount
+            return cast(int, cursor.rowcount)
 
 
 def insert(rows: list[Model], using: str = "default") -> None:

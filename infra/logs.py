@@ -24,7 +24,7 @@ _bound: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
 )
 
 
-def bind(**ids: Any) -> contextvars.Token:
+def bind(**ids: object) -> contextvars.Token:
     """Add ids to the lines logged from here on in this context; `unbind` with the token."""
     known = {k: str(v) for k, v in ids.items() if k in FIELDS and v not in (None, "")}
     return _bound.set({**(_bound.get() or {}), **known})

@@ -89,7 +89,7 @@ class PresenceSession:
         await self.board.announce()
         return None
 
-    async def view(self, ids: Any) -> None:
+    async def view(self, ids: object) -> None:  # what the socket sent: checked here
         if not isinstance(ids, list):
             ids = []
         wanted = [u for u in (parse_uuid(str(i)) for i in ids[: actions.VIEW_LIMIT]) if u]

@@ -33,7 +33,8 @@ class Mailbox:
         self.lock = threading.Lock()
         self.messages: list[Received] = []
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's hook name
+    # aiosmtpd's hook name.
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self.lock:
             self.messages.append(Received(envelope.mail_from, list(envelope.rcpt_tos), message))

@@ -93,7 +93,7 @@ class BrokerTestCase:
                     for i in range(150):
                         channel.queue_declare(f"{fan}-{n}-{i}")
                         channel.queue_bind(f"{fan}-{n}-{i}", fan, routing_key="", arguments=None)
-            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            except BaseException as e:  # reported by the assertion below
                 errors.append(e)
 
         def read() -> None:
@@ -102,7 +102,7 @@ class BrokerTestCase:
                     channel = conn.default_channel
                     while not stop.is_set():
                         channel.get_table(fan)
-            except BaseException as e:  # noqa: BLE001
+            except BaseException as e:
                 errors.append(e)
 
         binders = [threading.Thread(target=bind, args=(n,)) for n in range(3)]

@@ -92,7 +92,7 @@ def create_subscription(user: Any, values: dict[str, Any]) -> Subscription:
     return s
 
 
-def update_subscription(pk: Any, user: Any, values: dict[str, Any]) -> Subscription | None:
+def update_subscription(pk: uuid.UUID, user: Any, values: dict[str, Any]) -> Subscription | None:
     """Change a subscription (checked values); None when it is gone. Enabling it again clears
     why it was disabled, and its waiting deliveries go out."""
     with transaction.atomic():
@@ -118,7 +118,7 @@ def update_subscription(pk: Any, user: Any, values: dict[str, Any]) -> Subscript
     return s
 
 
-def delete_subscription(pk: Any, user: Any) -> bool:
+def delete_subscription(pk: uuid.UUID, user: Any) -> bool:
     """Delete a subscription and its delivery log; False when it was already gone."""
     with transaction.atomic():
         s = Subscription.objects.select_for_update().filter(pk=pk).first()

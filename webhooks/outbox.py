@@ -253,13 +253,13 @@ def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def lock_subscription(subscription_id: Any) -> None:
+def lock_subscription(subscription_id: uuid.UUID) -> None:
     """Hold the subscription's row until the transaction ends (no-op on SQLite, which has one
     writer at a time anyway)."""
     list(Subscription.objects.select_for_update().filter(pk=subscription_id).values_list("pk"))
 
 
-def disable_if_failing(subscription_id: Any, now: datetime) -> bool:
+def disable_if_failing(subscription_id: uuid.UUID, now: datetime) -> bool:
     """Disable the subscription if its last WEBHOOKS_DISABLE_AFTER finished deliveries were
     all dead-lettered: it has failed for about a day that many times in a row. Its pending
     deliveries wait; enabling it again sends them. Call inside the dead-lettering

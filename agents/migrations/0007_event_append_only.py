@@ -63,13 +63,13 @@ $$;
 NO_CHAIN_HEADS = "DROP FUNCTION agents_event_chain_heads(uuid[], boolean);"
 
 
-def forwards(apps, schema_editor) -> None:  # noqa: ANN001 -- a migration's RunPython
+def forwards(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(APPEND_ONLY, params=None)
         schema_editor.execute(CHAIN_HEADS, params=None)
 
 
-def backwards(apps, schema_editor) -> None:  # noqa: ANN001 -- a migration's RunPython
+def backwards(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(NO_CHAIN_HEADS, params=None)
         schema_editor.execute(NOT_APPEND_ONLY, params=None)

@@ -34,12 +34,12 @@ DROP FUNCTION agents_event_register_writer();
 """
 
 
-def forwards(apps, schema_editor) -> None:  # noqa: ANN001 -- a migration's RunPython signature
+def forwards(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(REGISTER, params=None)
 
 
-def backwards(apps, schema_editor) -> None:  # noqa: ANN001 -- a migration's RunPython signature
+def backwards(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
         schema_editor.execute(UNREGISTER, params=None)
 

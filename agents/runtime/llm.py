@@ -165,7 +165,7 @@ def _last_result_failed(messages: list[dict[str, Any]]) -> bool:
     return any(b.get("type") == "tool_result" and b.get("is_error") for b in content)
 
 
-def _plain_block(block: Any) -> dict[str, Any]:
+def _plain_block(block: anthropic.types.ContentBlock) -> dict[str, Any]:
     """A response block as a dict the API accepts back in the next request."""
     if block.type == "text":
         return {"type": "text", "text": block.text}
@@ -337,7 +337,7 @@ class AnthropicProvider:
         return f"after {self.attempts} attempt{'s' if self.attempts != 1 else ''}"
 
 
-def _tell_event(event: Any, listener: StreamListener) -> None:
+def _tell_event(event: anthropic.ParsedMessageStreamEvent, listener: StreamListener) -> None:
     if event.type == "content_block_delta" and event.delta.type == "text_delta":
         listener.text(event.delta.text)
     elif event.type == "content_block_start" and event.content_block.type == "tool_use":
@@ -354,11 +354,11 @@ def _tell_whole(message: anthropic.types.Message, listener: StreamListener) -> N
 
 def _error_type(e: anthropic.APIStatusError) -> str:
     body = e.body if isinstance(e.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    error = found if isinstance(found := body.get("error"), dict) else {}
     return str(error.get("type") or "error")
 
 
 def _error_message(e: anthropic.APIStatusError) -> str:
     body = e.body if isinstance(e.body, dict) else {}
-    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    error = found if isinstance(found := body.get("error"), dict) else {}
     return str(error.get("message") or e.message)

@@ -2,12 +2,13 @@
 
 import json
 import logging
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from agents.runtime import agent_tools
 from agents.runtime import messages as msgs
 from agents.runtime.llm import LLMError, LLMProvider, LLMRequest, LLMResponse
-from agents.runtime.subagents import COMPLETE_TOOL
+from agents.runtime.subagents import COMPLETE_TOOL, AgentResolver
 from agents.runtime.tools import ChildActivated, Tool, ToolContext, ToolError, ToolRegistry
 from agents.runtime.turn import BlockingCall, Decision, Frame, Hooks, TurnAction, TurnResult
 
@@ -64,8 +65,8 @@ def execute_turn(
     decisions: dict[str, Decision] | None = None,
     user_message: str | None = None,
     tool_result: tuple[str, str, bool] | None = None,
-    run: Any = None,
-    agents: Any = None,
+    run: UUID | None = None,
+    agents: AgentResolver | None = None,
     started: frozenset[str] = frozenset(),
 ) -> TurnResult:
     """Run `frame` until it answers with text, completes, pushes a child, suspends or fails.
@@ -146,7 +147,9 @@ def execute_turn(
                 said = msgs.text_of(frame.messages[-1]["content"])
                 return TurnResult(TurnAction.SEND_TEXT, text=said)
 
-        assistant = frame.messages[msgs.last_assistant_index(frame.messages)]["content"]
+        # Pending tool uses come from an assistant message, so there is one.
+        last = cast(int, msgs.last_assistant_index(frame.messages))
+        assistant = frame.messages[last]["content"]
         if any(_is_instance(u, available) and u["id"] not in started for u in pending):
             return TurnResult(TurnAction.FAN_OUT)
         for position, use in enumerate(pending):

@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -37,7 +38,7 @@ class ToolTimeLimit(ToolError):
         )
 
 
-class ChildActivated(BaseException):  # noqa: N818 - the seed's name for the signal
+class ChildActivated(BaseException):  # the seed's name for the signal
     """Raised by a tool that pushes a child frame.
 
     A BaseException so that it passes through the generic `except Exception` of tool
@@ -55,8 +56,9 @@ class ToolContext:
 
     tool_use_id: str
     frame: Any
-    run: Any = None  # the caller's handle on the run (the thread's id in the engine)
-    agents: Any = None  # looks agents up by name (subagents.AgentResolver), for use_skill/use_agent
+    run: UUID | None = None  # the caller's handle on the run (the thread's id in the engine)
+    # Looks agents up by name (subagents.AgentResolver), for use_skill/use_agent.
+    agents: Callable[[str], Any] | None = None
 
     @property
     def idempotency_key(self) -> str:

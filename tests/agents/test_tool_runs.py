@@ -48,7 +48,7 @@ def run_in_background(engine: Engine, thread_id: Any) -> tuple[threading.Thread,
     def target() -> None:
         try:
             out.append(engine.advance(thread_id))
-        except BaseException as e:  # noqa: BLE001 - handed to the test
+        except BaseException as e:  # handed to the test
             out.append(e)
         finally:
             connection.close()

@@ -276,7 +276,7 @@ class ConcurrentWritersTestCase:
                         )
                     if i % 5 == 0:
                         events.record("TOKEN_CREATED", payload={"w": n, "i": i})
-            except BaseException as e:  # noqa: BLE001 -- reported below
+            except BaseException as e:  # reported below
                 errors.append(e)
             finally:
                 connection.close()

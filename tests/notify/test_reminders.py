@@ -201,7 +201,7 @@ class TwoSweepersTestCase:
             try:
                 start.wait()
                 counts.append(reminders.apply_ladder_steps(now=later))
-            except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            except BaseException as e:  # reported by the assertion below
                 errors.append(e)
             finally:
                 connection.close()
