@@ -27,9 +27,9 @@ from a2a_server.access import VIEW, find_thread, invalid, require, require_scope
 from access import scopes
 from access.models import Scope
 from access.revocation import revocations
+from agents.cursor import gap_horizon, page_cursor
 from agents.models import Event, Suspension, Thread
 from agents.payloads import suspension_payload
-from approvals.cursor import gap_horizon, page_cursor
 from approvals.http import parse_uuid
 
 PAGE_SIZE = 50  # a list's default page, and its largest below
@@ -57,7 +57,7 @@ def consistent_read() -> Iterator[None]:
 
 def settled_through() -> int:
     """An event id up to which every event that will ever exist has committed, by the rules of
-    approvals.cursor: a stream that reads no further never steps over an event still being
+    agents.cursor: a stream that reads no further never steps over an event still being
     written (on PostgreSQL, ids can become visible out of order)."""
     horizon = gap_horizon()  # first: the rows it vouches for are read after it
     newest = Event.objects.aggregate(m=Max("id"))["m"] or 0

@@ -4,7 +4,7 @@ A socket subscribes to its process's hub (approvals.hub) first, then replays fro
 after its cursor, then applies the hub's batches. A batch that starts beyond the socket's
 cursor sends it back to the table, so nothing between is missed; ids it has already sent are
 skipped. A consumer never writes an event, and it steps over a missing event id only once the
-gap has settled (approvals.cursor), so an event committed out of id order is still delivered,
+gap has settled (agents.cursor), so an event committed out of id order is still delivered,
 in order. What it reads itself it sends only once the hub has cleared its credentials against
 the revocation counter read after those events (access.clearance); once revoked, it sends
 nothing more and closes with 4401.
@@ -32,7 +32,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from access import scopes
 from access.models import Scope
 from access.revocation import Credential, revocations
-from approvals.cursor import GAP_WAIT
+from agents.cursor import GAP_WAIT
 from approvals.http import parse_uuid
 from approvals.hub import hub
 from approvals.settled import BATCH, Batch, read_settled

@@ -13,7 +13,7 @@ and lets only the sockets whose credentials still hold have it (access.clearance
 recorded after a revocation committed reaches a socket opened with that credential.
 
 The hub applies the same rule as a socket to a missing id: it does not step over one until
-the gap has settled (approvals.cursor), so a batch never skips an event that is still being
+the gap has settled (agents.cursor), so a batch never skips an event that is still being
 committed: it reads through approvals.settled. It also reads the live text of the threads its
 sockets watch (approvals.live).
 """
@@ -28,9 +28,9 @@ from channels.layers import get_channel_layer
 
 from access.clearance import Clearances
 from access.revocation import CHECK_INTERVAL, REVOKED, Credential, revocations
+from agents.cursor import GAP_WAIT, page_cursor
 from agents.events import EVENTS_GROUP
 from agents.streaming import LIVE_WAKE
-from approvals.cursor import GAP_WAIT, page_cursor
 from approvals.live import LiveFrame, read_live
 from approvals.settled import BATCH, Batch, Row, read_settled
 from infra.aio import blocking, detached_task, follow_group, wait_event

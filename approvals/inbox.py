@@ -10,10 +10,10 @@ from django.shortcuts import render
 
 from access.permissions import require
 from agents import policy
+from agents.cursor import page_cursor
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
 from approvals.cards import card, me
-from approvals.cursor import page_cursor
 
 # The inbox's first page.
 INBOX_LIMIT = 100

@@ -1,6 +1,6 @@
 """The read of settled events after a cursor: the rows every socket may apply, as socket messages.
 
-A reader does not step over a missing id until the gap has settled (approvals.cursor), so a
+A reader does not step over a missing id until the gap has settled (agents.cursor), so a
 batch never skips an event that is still being committed. The hub (approvals.hub) and a
 socket that is behind its batches (approvals.consumers) both read through here.
 """
@@ -8,9 +8,9 @@ socket that is behind its batches (approvals.consumers) both read through here.
 from dataclasses import dataclass
 from typing import Any
 
+from agents.cursor import settled_read
 from agents.models import Event
 from agents.wire import socket_message
-from approvals.cursor import gap_horizon, gap_settled
 
 BATCH = 500
 
@@ -37,24 +37,11 @@ def read_after(after: int, limit: int = BATCH) -> list[Row]:
     return [Row(e.id, socket_message(e.as_message()), e.created_at) for e in rows]
 
 
-def contiguous(after: int, rows: list[Row], horizon: int) -> tuple[list[Row], bool]:
-    """The rows that may be applied after `after`, and whether an unsettled gap stopped them."""
-    taken: list[Row] = []
-    cursor = after
-    for row in rows:
-        if row.id != cursor + 1 and not gap_settled(row.id, row.created_at, horizon):
-            return taken, True
-        taken.append(row)
-        cursor = row.id
-    return taken, False
-
-
 def read_settled(after: int) -> tuple[list[Row], bool]:
-    """Events after `after` up to the first gap that has not settled (approvals.cursor), and
+    """Events after `after` up to the first gap that has not settled (agents.cursor), and
     whether such a gap stopped the read. Blocking: call it in a thread."""
-    rows, stopped = contiguous(after, read_after(after), horizon=0)
-    if stopped:
-        # A gap: learn the horizon, then read again, in that order.
-        horizon = gap_horizon()
-        rows, stopped = contiguous(after, read_after(after), horizon)
-    return rows, stopped
+    return settled_read(after, read_after, _id_and_time)
+
+
+def _id_and_time(row: Row) -> tuple[int, Any]:
+    return row.id, row.created_at

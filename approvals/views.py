@@ -7,10 +7,10 @@ from django.shortcuts import redirect, render
 from access import admission, ratelimits
 from access.permissions import require
 from agents import policy, starting
+from agents.cursor import page_cursor
 from agents.models import Event, Thread
 from approvals.api.payloads import thread_instances, thread_usage
 from approvals.cards import card, me
-from approvals.cursor import page_cursor
 from approvals.forms import NewRunForm
 from approvals.http import error, parse_uuid
 from approvals.transcript import FINISHED, HIDDEN, thread_state, transcript_entry

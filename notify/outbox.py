@@ -2,7 +2,7 @@
 suspensions, and send each once.
 
 fan_out keeps a cursor over the Event table (the engine never waits for email) and steps over a
-missing event id only once it is settled (approvals.cursor), so an event committed out of id
+missing event id only once it is settled (agents.cursor), so an event committed out of id
 order is not passed by. Each Email row is made in the transaction that moves the cursor, and
 its key makes it once per recipient however often a batch is read. send claims a row by a
 conditional update, sends it with Django's email backend and marks it sent: a sender killed
@@ -24,8 +24,8 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
+from agents.cursor import contiguous, gap_horizon
 from agents.models import Event, Suspension
-from approvals.cursor import gap_horizon, gap_settled
 from gateway.celery import app
 from notify import compose
 from notify.models import Cursor, Email, EmailOptIn
@@ -91,13 +91,11 @@ def fan_out(now: datetime | None = None, limit: int = BATCH) -> tuple[int, list[
         return 0, []
     with transaction.atomic():
         cursor, _ = Cursor.objects.select_for_update().get_or_create(name=CURSOR)
-        horizon = gap_horizon()  # before the rows are read (approvals.cursor)
+        horizon = gap_horizon()  # before the rows are read (agents.cursor)
         rows = Event.objects.filter(id__gt=cursor.last_event_id).order_by("id")
-        last = cursor.last_event_id
-        for pk, created_at in rows.values_list("id", "created_at")[:limit]:
-            if pk != last + 1 and not gap_settled(pk, created_at, horizon, now):
-                break
-            last = pk
+        pairs = list(rows.values_list("id", "created_at")[:limit])
+        taken, _ = contiguous(cursor.last_event_id, pairs, horizon, _pair, now)
+        last = taken[-1][0] if taken else cursor.last_event_id
         if last == cursor.last_event_id:
             return 0, []
         kinds = list(KINDS)
@@ -254,3 +252,7 @@ def dispatch(budget: float = 2.0) -> dict[str, Any]:
         if passed < BATCH or time.monotonic() - started > budget:
             break
     return {"made": made, "requeued": requeue_unsent()}
+
+
+def _pair(row: tuple[int, datetime]) -> tuple[int, datetime]:
+    return row

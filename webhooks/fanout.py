@@ -8,7 +8,7 @@ and a run that dies midway rolls back and leaves the cursor where it was. Runs c
 beat's sweep every WEBHOOKS_SWEEP_INTERVAL_SECONDS, which catches whatever a nudge missed.
 
 Event ids can commit out of order on PostgreSQL, so the cursor never steps over a missing id
-until the gap has settled (approvals.cursor); a run stopped by a gap is finished by a later
+until the gap has settled (agents.cursor); a run stopped by a gap is finished by a later
 one.
 """
 
@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from a2a_server import notifications
 from a2a_server.models import PushNotificationConfig
+from agents.cursor import page_cursor, settled_read
 from agents.models import Event
-from approvals.cursor import gap_horizon, gap_settled, page_cursor
 from gateway.celery import app
 from webhooks import queue
 from webhooks.models import Cursor, Delivery, Subscription
@@ -115,24 +115,12 @@ def _read(after: int) -> list[dict[str, Any]]:
     )
 
 
-def _contiguous(after: int, rows: list[dict[str, Any]], horizon: int) -> tuple[list, bool]:
-    taken: list[dict[str, Any]] = []
-    position = after
-    for row in rows:
-        if row["id"] != position + 1 and not gap_settled(row["id"], row["created_at"], horizon):
-            return taken, True
-        taken.append(row)
-        position = row["id"]
-    return taken, False
-
-
 def _settled(after: int) -> tuple[list[dict[str, Any]], bool]:
-    rows, stopped = _contiguous(after, _read(after), horizon=0)
-    if stopped:
-        # The horizon first, then the rows again (approvals.cursor says why the order matters).
-        horizon = gap_horizon()
-        rows, stopped = _contiguous(after, _read(after), horizon)
-    return rows, stopped
+    return settled_read(after, _read, _id_and_time)
+
+
+def _id_and_time(row: dict[str, Any]) -> tuple[int, datetime]:
+    return row["id"], row["created_at"]
 
 
 def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> list[Delivery]:

@@ -1,4 +1,4 @@
-"""The gap horizon (approvals.cursor.gap_horizon) on PostgreSQL: an id may be stepped over
+"""The gap horizon (agents.cursor.gap_horizon) on PostgreSQL: an id may be stepped over
 once no open transaction can still commit it, and only an open writer of events holds the
 horizon back, not every open transaction in the database."""
 
@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from approvals.cursor import gap_horizon
+from agents.cursor import gap_horizon
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -95,7 +95,7 @@ class InboxPageTestCase:
         run_until_paused("payer", self.users["reviewer"])
         data = live_data(self.client.get("/").content.decode())
         newest = Event.objects.order_by("-id").first()
-        # Events from the last moments are replayed again rather than risked (approvals.cursor).
+        # Events from the last moments are replayed again rather than risked (agents.cursor).
         assert 0 <= data["cursor"] <= newest.id
         schema = data["schemas"][str(Suspension.objects.get().id)]
         assert schema["required"] == ["from_account", "to_account", "amount"]

@@ -26,12 +26,16 @@ horizon needed a moment with no writing transaction open anywhere in the databas
 busy gateway rarely has: events waited GAP_WAIT behind every gap (bench/README.md).
 """
 
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from django.db import connection
 from django.utils import timezone
 
 from agents.models import Event
+
+T = TypeVar("T")
 
 # Longer than any transaction that writes events (they are short: one state change each).
 GAP_WAIT = timedelta(seconds=2)
@@ -90,3 +94,37 @@ def gap_settled(
 ) -> bool:
     """May a reader step over the missing ids just before event `next_id`?"""
     return next_id <= horizon or created_at <= (now or timezone.now()) - GAP_WAIT
+
+
+def contiguous(
+    after: int,
+    rows: Sequence[T],
+    horizon: int,
+    key: Callable[[T], tuple[int, datetime]],
+    now: datetime | None = None,
+) -> tuple[list[T], bool]:
+    """The rows (ids ascending; `key` gives a row's id and created_at) that a reader at
+    `after` may take, up to the first gap that has not settled, and whether such a gap
+    stopped them. Every reader of the Event table steps over gaps through here."""
+    taken: list[T] = []
+    cursor = after
+    for row in rows:
+        pk, created_at = key(row)
+        if pk != cursor + 1 and not gap_settled(pk, created_at, horizon, now):
+            return taken, True
+        taken.append(row)
+        cursor = pk
+    return taken, False
+
+
+def settled_read(
+    after: int, read: Callable[[int], Sequence[T]], key: Callable[[T], tuple[int, datetime]]
+) -> tuple[list[T], bool]:
+    """`read(after)` up to the first gap that has not settled, and whether such a gap stopped
+    it. A gap costs the horizon, then a second read: in that order (see the module's text).
+    Blocking: call it in a thread from async code."""
+    rows, stopped = contiguous(after, read(after), 0, key)
+    if stopped:
+        horizon = gap_horizon()
+        rows, stopped = contiguous(after, read(after), horizon, key)
+    return rows, stopped
