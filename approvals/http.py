@@ -1,6 +1,7 @@
 """JSON answers and request parsing shared by the API views."""
 
 import json
+import math
 import re
 import uuid
 from typing import Any
@@ -54,9 +55,28 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return defaults.server_error(request)
 
 
+def loads(raw: bytes | str) -> Any:
+    """json.loads, refusing the numbers JSON has no room for: NaN, Infinity and -Infinity
+    (which Python writes and reads, SQLite keeps and PostgreSQL's jsonb turns into null) and
+    a number too large for a float (1e400, which Python reads as Infinity). Raises ValueError."""
+    return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number (send null or a string)")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"the number {text} is out of range")
+    return number
+
+
 def json_body(request: HttpRequest) -> dict[str, Any]:
     """The body as a JSON object that every endpoint can store: bounded in size and depth,
-    with no text PostgreSQL or UTF-8 cannot hold (NUL, lone surrogates)."""
+    with no text PostgreSQL or UTF-8 cannot hold (NUL, lone surrogates), and no number JSON
+    cannot hold (NaN, Infinity)."""
     try:
         raw = request.body
     except RequestDataTooBig as e:
@@ -66,7 +86,7 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
             status=413,
         ) from e
     try:
-        data = json.loads(raw or b"")
+        data = loads(raw or b"")
     except RecursionError as e:
         raise BadRequest(
             f"The body is nested more than {MAX_JSON_DEPTH} levels deep.", code="invalid_json"

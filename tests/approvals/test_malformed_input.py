@@ -145,3 +145,77 @@ class ResumeMalformedTestCase:
         )
         assert_refused(self.alice.post(resume_url(s), raw=raw), "response")
         self.assert_still_pending(s)
+
+
+# Numbers JSON has no room for: Python reads NaN and ±Infinity (and 1e400, as Infinity); SQLite
+# would keep them and PostgreSQL's jsonb would turn them into null, so every body refuses them
+# as it refuses any text that is not JSON.
+NOT_FINITE = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"]
+
+
+def assert_not_json(r: Any, number: str) -> None:
+    assert r.status_code == 400, r.content
+    data = r.json()
+    assert data["error"] == "invalid_json", data
+    assert data["detail"].startswith("The body is not valid JSON: ") and number in data["detail"]
+
+
+class NotFiniteNumbersTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], api: Any) -> None:
+        self.users = users
+        self.alice = api("reviewer")
+        state.agent("payer")
+
+    @pytest.mark.parametrize("number", NOT_FINITE)
+    def test_a_run_does_not_start(self, number: str) -> None:
+        for raw in (
+            '{"agent": "payer", "message": ' + number + "}",
+            '{"agent": "payer", "message": "go", "extra": [' + number + "]}",
+        ):
+            assert_not_json(self.alice.post("/api/threads", raw=raw), number)
+        assert not Thread.objects.exists() and not Event.objects.exists()
+
+    @pytest.mark.parametrize("number", NOT_FINITE)
+    def test_a_decision_is_not_taken(self, number: str) -> None:
+        _, [s] = state.suspended(self.users["operator"], calls=EMAIL)
+        for raw in (
+            '{"approved": ' + number + "}",
+            '{"approved": true, "modifiedArgs": {"to": "a@b.c", "subject": ' + number + "}}",
+            '{"approved": false, "seen": {"agent_version": ' + number + "}}",
+        ):
+            assert_not_json(self.alice.post(resume_url(s), raw=raw), number)
+        s.refresh_from_db()
+        assert s.status == Suspension.Status.PENDING and s.decided_by is None
+
+    @pytest.mark.parametrize("number", NOT_FINITE)
+    def test_an_outside_request_is_not_raised(self, api: Any, number: str) -> None:
+        raw = (
+            '{"agent": "billing-bot", "run_id": "run-1", "idempotency_key": "k-1", '
+            '"tool": "pay", "arguments": {"amount": ' + number + "}}"
+        )
+        assert_not_json(api("operator").post("/api/requests", raw=raw), number)
+        assert not Suspension.objects.exists() and not Thread.objects.exists()
+
+    @pytest.mark.parametrize("number", NOT_FINITE)
+    def test_a_reply_and_an_extension_are_refused(self, number: str) -> None:
+        waiting = state.thread(self.users["reviewer"], status=Thread.Status.WAITING_INPUT)
+        r = self.alice.post(
+            f"/api/threads/{waiting.pk}/messages", raw='{"data": {"n": ' + number + "}}"
+        )
+        assert_not_json(r, number)
+        _, [s] = state.suspended(self.users["operator"])
+        extend = f"/api/threads/{s.thread_id}/suspensions/{s.pk}/extend"
+        r = self.alice.post(extend, raw='{"seconds": ' + number + ', "reason": "x"}')
+        assert_not_json(r, number)
+        waiting.refresh_from_db()
+        s.refresh_from_db()
+        assert waiting.status == Thread.Status.WAITING_INPUT and s.extended_at is None
+
+    def test_finite_numbers_still_pass(self) -> None:
+        _, [s] = state.suspended(self.users["operator"])
+        edited = '{"from_account": "A-1", "to_account": "B-2", "amount": 1.5e2}'
+        r = self.alice.post(resume_url(s), raw='{"approved": true, "modifiedArgs": ' + edited + "}")
+        assert r.status_code == 202, r.content
+        s.refresh_from_db()
+        assert s.modified_args["amount"] == 150
