@@ -56,7 +56,7 @@ from access.revocation import Credential
 
 # The REST API's check that a body holds only what the database can store (no NUL, no lone
 # surrogates, bounded nesting), so a message refused over REST is refused here too.
-from approvals.http import BadRequest, _check_storable
+from approvals.http import BadRequest, _check_storable, loads
 from infra.aio import blocking
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,7 @@ async def answer(request: Request) -> Response:
         too_large = InvalidRequestError(f"The body is larger than {limit} bytes.")
         return answer_error(None, too_large, version, 413)
     try:
-        data = json.loads(body)
+        data = loads(body)  # no NaN or Infinity, as every body of the API
     except (ValueError, RecursionError):
         data, parsed = None, False
     else:

@@ -127,6 +127,14 @@ class RefusalsTestCase:
     ) -> None:
         unchanged(take=True)
         assert error_of(gateway.rpc("", body="{not json"))["code"] == -32700
+        # NaN and Infinity are not JSON (Python's json takes them): refused as the REST API does.
+        for number in ("NaN", "Infinity", "-Infinity", "1e400"):
+            data = '{"kind": "data", "data": {"amount": ' + number + "}}"
+            nan = (
+                '{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
+                '{"messageId": "m1", "role": "ROLE_USER", "parts": [' + data + "]}}}"
+            )
+            assert error_of(gateway.rpc("", body=nan))["code"] == -32700, number
         assert error_of(gateway.rpc("", body="[]"))["code"] == -32600  # a batch
         no_version = json.dumps({"id": 1, "method": "GetTask", "params": {}})
         assert error_of(gateway.rpc("", body=no_version))["code"] == -32600
