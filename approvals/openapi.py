@@ -8,8 +8,9 @@ request parsing. pydantic (installed with a2a-sdk) already turns classes into JS
 operations with @operation, and build() walks Django's URL resolver, so the paths, their
 parameters and the methods come from the URLconf and the views themselves.
 
-How to describe an endpoint (the models sit next to the view, or in approvals/schemas.py when
-several views share them):
+How to describe an endpoint (a request body in approvals/api/bodies.py, where the view parses
+the body with it too, approvals.contract; other models next to the view, or in
+approvals/schemas.py when several views share them):
 
     class StartRun(Body):                    # a request body; unknown fields are refused
         agent: str = Field(description="The agent to run.")
@@ -36,9 +37,9 @@ described, and runs schemathesis against a live server over every operation desc
 """
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -54,9 +55,18 @@ View = TypeVar("View", bound=Callable[..., Any])
 
 
 class Body(BaseModel):
-    """A JSON request body: fields the model does not name are refused, as the views do."""
+    """A JSON request body; the view parses the body with it too (approvals.contract.parse):
+    strict JSON types (no "5" for 5, no 1 for true), and no field the model does not name."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # A refusal in the API's words (approvals.contract): the answer's `detail`; the detail
+    # when a field is unknown (None: `refused`); and each field's message, by its path
+    # ("seen.args_hash"), for whatever pydantic finds wrong in it (missing, a wrong type, out
+    # of range). A callable is read when a body is refused, so a changed setting applies.
+    refused: ClassVar[str] = "The request is not valid."
+    unknown: ClassVar[str | None] = None
+    says: ClassVar[Mapping[str, str | Callable[[], str]]] = {}
 
 
 class Query(BaseModel):

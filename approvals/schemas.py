@@ -1,8 +1,9 @@
 """The API's shapes that several views share, for the OpenAPI document (approvals.openapi).
 
 They describe what agents.payloads.suspension_payload, approvals.api.payloads.thread_payload and
-Event.as_message answer; they are not used to build the answers. A view's own request body
-and query sit next to the view.
+Event.as_message answer; they are not used to build the answers. The request bodies, which
+the views parse with the same models, are in approvals/api/bodies.py; a view's own query sits
+next to the view.
 """
 
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from pydantic import Field
 
 from agents import models
-from approvals.openapi import Answer, Body, Query
+from approvals.openapi import Answer, Query
 
 # The choices as the models have them, so a new status shows in the document by itself; to a
 # type checker, which cannot read them, strings.
@@ -109,11 +110,6 @@ class ThreadPage(Answer):
     next: str | None = Field(description="The next page's URL; null on the last page.")
 
 
-class StartRun(Body):
-    agent: str = Field(description="The name of the agent to run.")
-    message: str = Field(description="The first message (at most MAX_MESSAGE_CHARS).")
-
-
 class ThreadQuery(Query):
     status: ThreadStatus | None = Field(None, description="Only runs in this status.")
     waiting: Literal["1", "true", "0", "false"] | None = Field(
@@ -121,13 +117,6 @@ class ThreadQuery(Query):
     )
     limit: int | None = Limit
     cursor: str | None = Field(None, description="From the previous page's `next` link.")
-
-
-class Message(Body):
-    """Text, or `data` (a JSON object) for an agent that asks for application/json input."""
-
-    text: str | None = None
-    data: dict[str, Any] | None = None
 
 
 class SuspensionWithViewer(Suspension):
@@ -155,40 +144,10 @@ class SuspensionQuery(Query):
     cursor: str | None = Field(None, description="From the previous page's `next` link.")
 
 
-class Seen(Body):
-    args_hash: str | None = None
-    agent_version: int | None = None
-
-
-class Resume(Body):
-    """resumeExecution, one decision kind a call: approve `{"approved": true}`; edit
-    `{"approved": true, "modifiedArgs"}`; reject `{"approved": false, "reason"}`; respond
-    `{"response"}` (the answer to a question, or a reviewer's response to a confirmation: the
-    tool does not run and the agent gets the text as its result); ignore `{"ignore": true}`
-    (dismissed from the inbox without deciding; the deadline still applies). Which of accept,
-    edit, respond and ignore a request takes is in its `policy.allow`: another is refused
-    with 403 `forbidden_by_policy` (rule `not_allowed`)."""
-
-    approved: bool | None = None
-    reason: str | None = None
-    modifiedArgs: dict[str, Any] | None = None
-    response: str | None = None
-    ignore: Literal[True] | None = Field(
-        None, description="Dismiss from the inbox without deciding; alone."
-    )
-    seen: Seen | None = Field(None, description="What the card showed: a change answers 409.")
-    confirmVersionChange: bool | None = None
-
-
 class Outcome(Answer):
     suspension: Suspension
     outcome: Decision | None
     votes: dict[str, Any] | None = Field(None, description="A vote toward a quorum.")
-
-
-class Extend(Body):
-    seconds: int = Field(ge=1, description="1 to MAX_EXTENSION_SECONDS.")
-    reason: str
 
 
 class Extended(Answer):

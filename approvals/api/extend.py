@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from access.auth import api
@@ -10,25 +9,11 @@ from access.models import Scope
 from agents import reminders
 from agents.models import Suspension
 from agents.payloads import extension_payload, suspension_payload
-from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long
+from approvals.api.bodies import Extend
+from approvals.contract import parse
+from approvals.http import BadRequest, error, json_body, parse_uuid
 from approvals.openapi import operation
-from approvals.schemas import Extend, Extended
-
-
-def parse_extension(data: dict[str, Any]) -> tuple[int, str]:
-    """{"seconds": 1..MAX_EXTENSION_SECONDS, "reason": text}: both required."""
-    fields = {k: "Unknown field." for k in set(data) - {"seconds", "reason"}}
-    seconds, reason = data.get("seconds"), data.get("reason")
-    limit = settings.MAX_EXTENSION_SECONDS
-    if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
-        fields["seconds"] = f"A whole number of seconds from 1 to {limit}."
-    if not isinstance(reason, str) or not reason.strip():
-        fields["reason"] = "Say why the deadline moves."
-    elif too_long := text_too_long(reason, settings.MAX_REASON_CHARS):
-        fields["reason"] = too_long
-    if fields:
-        raise BadRequest("The extension is not valid.", fields)
-    return seconds, reason.strip()
+from approvals.schemas import Extended
 
 
 def _answer(s: Suspension, status: int, **extra: Any) -> JsonResponse:
@@ -53,11 +38,11 @@ def extend(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     if s is None:
         return error(404, "not_found", "No such suspension in this thread.")
     try:
-        seconds, reason = parse_extension(json_body(request))
+        body = parse(Extend, json_body(request))
     except BadRequest as e:
         return error(e.status, e.code, e.detail, e.fields)
     try:
-        done = reminders.extend(s, request.user, seconds, reason)
+        done = reminders.extend(s, request.user, body.seconds, body.reason)
     except reminders.NotPending as e:
         return _answer(
             e.suspension,

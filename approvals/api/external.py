@@ -9,14 +9,14 @@ runs in the event loop (approvals.external_wait), holding no worker thread.
 """
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import jsonschema
 import referencing.exceptions
 from django.conf import settings
 from django.db import IntegrityError
 from django.http import HttpRequest, JsonResponse
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from access import admission, ratelimits, scopes
 from access.auth import api
@@ -24,53 +24,73 @@ from access.models import Scope
 from agents import external, presentation
 from agents.models import AgentDefinition, Suspension
 from agents.runtime.tools import CONFIRMATION, INPUT, ON_TIMEOUT, Tool
-from approvals.http import BadRequest, error, json_body, parse_uuid, text_too_long, whole_number
+from approvals import contract
+from approvals.contract import Wrong, body, says, sent, within
+from approvals.http import BadRequest, error, json_body, parse_uuid, whole_number
 from approvals.openapi import Body, Query, operation
 from approvals.schemas import Suspension as SuspensionModel
 
 # The longest a GET may wait for a decision, in seconds: below common proxy read timeouts.
 MAX_WAIT = 60
-# An agent's name, as agent files name them (AgentDefinition.name is a slug).
+# An agent's name, as agent files name them (AgentDefinition.name is a slug); a tool's too.
 AGENT_NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
 # The most seconds a request may wait for a person: a week.
 MAX_TIMEOUT = 7 * 24 * 3600
 # An idempotency key and a run id: printable ASCII, as HTTP headers and URLs carry them.
 KEY = re.compile(r"^[\x21-\x7e]{1,100}$")
 RUN_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
-FIELDS = {
-    "agent",
-    "run_id",
-    "tool",
-    "arguments",
-    "schema",
-    "prompt",
-    "kind",
-    "timeout",
-    "on_timeout",
-    "policy",
-    "idempotency_key",
-    "description",
-    "summary",
-    "reject_reasons",
-}
+SHAPES = {"agent": AGENT_NAME, "run_id": RUN_ID, "idempotency_key": KEY}
 READ_SCOPES = (Scope.READ, Scope.DECIDE, Scope.RUNS)
 SEE_OTHERS = "This token may read only the requests its user raised: another's needs read."
 
 
+def _unprefixed(e: ValueError) -> str:
+    """A check's message without the name it starts with ("request: summary must be ...")."""
+    return str(e).partition(": ")[2] or str(e)
+
+
 class RaiseRequest(Body):
+    refused = "The request cannot be raised."
+    says = {
+        "agent": "The asking agent's name: letters, digits, - and _.",
+        "run_id": "The outside run's id: 1-200 printable characters.",
+        "idempotency_key": "1-100 printable characters, the same on a retry.",
+        "tool": "The tool's name: letters, digits, - and _, at most 100.",
+        "arguments": "A JSON object: the tool's arguments.",
+        "schema": "A JSON Schema object for the arguments a reviewer may edit.",
+        "prompt": "Text: what the reviewer is asked.",
+        "kind": f"One of {CONFIRMATION} (approve or reject) or {INPUT} (a question).",
+        "timeout": f"Seconds to wait for a person: a whole number from 1 to {MAX_TIMEOUT}.",
+        "on_timeout": f"What happens at the deadline: one of {', '.join(ON_TIMEOUT)}.",
+        "policy": "The name of an agent definition whose policy applies.",
+        "description": "Text: what the tool does, for the reviewer.",
+        "summary": "summary must be text, like 'Transfer {amount} to {to}'",
+        "reject_reasons": f"reject_reasons must be a list of at most {presentation.MAX_REASONS} "
+        "texts",
+    }
+
     agent: str = Field(description="The asking agent's name (letters, digits, - and _).")
     run_id: str = Field(description="The outside run's id: its requests share one thread.")
     idempotency_key: str = Field(
         description="The same key again (a retry) answers the request it made, 200."
     )
-    tool: str | None = Field(None, description="The tool to approve; ask_human for a question.")
+    tool: str | None = Field(
+        None,
+        validate_default=True,
+        description="The tool to approve; ask_human for a question.",
+    )
     arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
     schema_: dict[str, Any] | None = Field(
-        None, alias="schema", description="JSON Schema of the arguments a reviewer may edit."
+        None,
+        alias="schema",
+        validate_default=True,
+        description="JSON Schema of the arguments a reviewer may edit.",
     )
-    prompt: str = Field("", description="What the reviewer is asked.")
+    prompt: str = Field("", validate_default=True, description="What the reviewer is asked.")
     kind: Literal["confirmation", "input"] = "confirmation"
-    timeout: int | None = Field(None, description="Seconds until the default action applies.")
+    timeout: Annotated[int, Field(ge=1, le=MAX_TIMEOUT)] | None = Field(
+        None, validate_default=True, description="Seconds until the default action applies."
+    )
     on_timeout: Literal["reject", "approve"] = Field("reject", description="The default action.")
     policy: str | None = Field(
         None, description="An agent definition whose policy applies (default: the asker's)."
@@ -80,6 +100,102 @@ class RaiseRequest(Body):
         None, description="The card's one line, a template over the arguments: 'Pay {amount}'."
     )
     reject_reasons: list[str] | None = Field(None, description="Reasons offered for a rejection.")
+
+    @field_validator("agent", "run_id", "idempotency_key")
+    @classmethod
+    def _shaped(cls, value: str, info: ValidationInfo) -> str:
+        name = info.field_name or ""
+        if not SHAPES[name].match(value):
+            raise Wrong(says(cls, name))
+        return value
+
+    @field_validator("tool")
+    @classmethod
+    def _tool(cls, tool: str | None, info: ValidationInfo) -> str:
+        if tool is None and not sent(info, "tool") and body(info).get("kind") == INPUT:
+            tool = "ask_human"  # a question's tool, unless it names another
+        if tool is None or not AGENT_NAME.match(tool):
+            raise Wrong(says(cls, "tool"))
+        return tool
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema(cls, schema: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any]:
+        """A JSON Schema; the arguments (checked before it) must fit it."""
+        if schema is None:
+            if sent(info, "schema"):
+                raise Wrong(says(cls, "schema"))
+            schema = {"type": "object"}
+        try:
+            checked = Tool(name="request", description="", input_schema=schema)
+        except ValueError as e:
+            raise Wrong(_unprefixed(e)) from e
+        arguments = info.data.get("arguments")
+        if arguments is None:
+            return schema  # refused themselves
+        try:
+            wrong = checked.validate(arguments)
+        except (
+            jsonschema.exceptions.SchemaError,
+            referencing.exceptions.Unresolvable,
+            re.error,
+        ) as e:
+            # A schema that passes the metaschema but cannot be applied (a $ref to nowhere,
+            # a pattern that is not a regular expression): the caller's to fix.
+            raise Wrong(f"The schema cannot check arguments: {e}") from e
+        if wrong:
+            found = "; ".join(f"{k or '(top)'}: {v}" for k, v in wrong.items())
+            raise Wrong(found, field="arguments")
+        return schema
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, prompt: str, info: ValidationInfo) -> str:
+        within(prompt, settings.MAX_MESSAGE_CHARS)
+        if body(info).get("kind") == INPUT and not prompt.strip():
+            raise Wrong("A question needs the question itself.")
+        return prompt
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, timeout: int | None, info: ValidationInfo) -> int:
+        if timeout is None and not sent(info, "timeout"):
+            timeout = settings.DEFAULT_BLOCKING_TIMEOUT
+        if timeout is None or not 1 <= timeout <= MAX_TIMEOUT:
+            raise Wrong(says(cls, "timeout"))
+        return timeout
+
+    @field_validator("policy")
+    @classmethod
+    def _policy(cls, name: str | None) -> str | None:
+        if name is not None and not AGENT_NAME.match(name):
+            raise Wrong(says(cls, "policy"))
+        return name
+
+    @field_validator("description")
+    @classmethod
+    def _description(cls, description: str) -> str:
+        return within(description, settings.MAX_MESSAGE_CHARS)
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _summary(cls, summary: Any, info: ValidationInfo) -> Any:
+        schema = body(info).get("schema")
+        try:
+            presentation.check_summary(
+                summary, schema if isinstance(schema, dict) else {}, "request"
+            )
+        except ValueError as e:
+            raise Wrong(_unprefixed(e)) from e
+        return summary
+
+    @field_validator("reject_reasons", mode="before")
+    @classmethod
+    def _reasons(cls, reasons: Any) -> list[str]:
+        try:
+            return list(presentation.check_reject_reasons(reasons, "request"))
+        except ValueError as e:
+            raise Wrong(_unprefixed(e)) from e
 
 
 class ExternalRequest(SuspensionModel):
@@ -101,110 +217,27 @@ class WaitQuery(Query):
     )
 
 
-def _text(data: dict[str, Any], name: str, fields: dict[str, str], pattern: Any, what: str) -> str:
-    value = data.get(name)
-    if not isinstance(value, str) or not pattern.match(value):
-        fields[name] = what
-        return ""
-    return value
-
-
 def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
-    """The request and the name of the agent definition whose policy applies (None: the
-    asking agent's own); raises BadRequest naming every field that is wrong."""
-    fields: dict[str, str] = {}
-    for key in sorted(set(data) - FIELDS):
-        fields[key] = "Unknown field."
-    agent = _text(
-        data, "agent", fields, AGENT_NAME, "The asking agent's name: letters, digits, - and _."
-    )
-    run_id = _text(
-        data, "run_id", fields, RUN_ID, "The outside run's id: 1-200 printable characters."
-    )
-    kind = data.get("kind", CONFIRMATION)
-    if kind not in (CONFIRMATION, INPUT):
-        fields["kind"] = f"One of {CONFIRMATION} (approve or reject) or {INPUT} (a question)."
-    tool = data.get("tool", "ask_human" if kind == INPUT else None)
-    if not isinstance(tool, str) or not AGENT_NAME.match(tool):
-        fields["tool"] = "The tool's name: letters, digits, - and _, at most 100."
-    arguments = data.get("arguments", {})
-    if not isinstance(arguments, dict):
-        fields["arguments"] = "A JSON object: the tool's arguments."
-    schema = data.get("schema", {"type": "object"})
-    prompt = data.get("prompt", "")
-    if not isinstance(prompt, str):
-        fields["prompt"] = "Text: what the reviewer is asked."
-    elif too_long := text_too_long(prompt, settings.MAX_MESSAGE_CHARS):
-        fields["prompt"] = too_long
-    elif kind == INPUT and not prompt.strip():
-        fields["prompt"] = "A question needs the question itself."
-    timeout = data.get("timeout", settings.DEFAULT_BLOCKING_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= MAX_TIMEOUT:
-        fields["timeout"] = f"Seconds to wait for a person: a whole number from 1 to {MAX_TIMEOUT}."
-    on_timeout = data.get("on_timeout", "reject")
-    if on_timeout not in ON_TIMEOUT:
-        fields["on_timeout"] = f"What happens at the deadline: one of {', '.join(ON_TIMEOUT)}."
-    rules = data.get("policy")
-    if rules is not None and (not isinstance(rules, str) or not AGENT_NAME.match(rules)):
-        fields["policy"] = "The name of an agent definition whose policy applies."
-    key = _text(
-        data, "idempotency_key", fields, KEY, "1-100 printable characters, the same on a retry."
-    )
-    if not isinstance(schema, dict):
-        fields["schema"] = "A JSON Schema object for the arguments a reviewer may edit."
-    elif "tool" not in fields:
-        try:
-            checked = Tool(name=tool, description="", input_schema=schema)
-        except ValueError as e:
-            fields["schema"] = str(e).partition(": ")[2] or str(e)
-        else:
-            try:
-                wrong = checked.validate(arguments) if isinstance(arguments, dict) else {}
-            except (
-                jsonschema.exceptions.SchemaError,
-                referencing.exceptions.Unresolvable,
-                re.error,
-            ) as e:
-                # A schema that passes the metaschema but cannot be applied (a $ref to
-                # nowhere, a pattern that is not a regular expression): the caller's to fix.
-                fields["schema"] = f"The schema cannot check arguments: {e}"
-                wrong = {}
-            if wrong:
-                fields["arguments"] = "; ".join(f"{k or '(top)'}: {v}" for k, v in wrong.items())
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        fields["description"] = "Text: what the tool does, for the reviewer."
-    elif too_long := text_too_long(description, settings.MAX_MESSAGE_CHARS):
-        fields["description"] = too_long
-    summary = data.get("summary")
-    reasons: tuple[str, ...] = ()
-    if "tool" not in fields:
-        try:
-            presentation.check_summary(summary, schema if isinstance(schema, dict) else {}, tool)
-        except ValueError as e:
-            fields["summary"] = str(e).partition(": ")[2] or str(e)
-        try:
-            reasons = presentation.check_reject_reasons(data.get("reject_reasons"), tool)
-        except ValueError as e:
-            fields["reject_reasons"] = str(e).partition(": ")[2] or str(e)
-    if fields:
-        raise BadRequest("The request cannot be raised.", fields)
+    """The request (approvals.api.bodies.RaiseRequest) and the name of the agent definition
+    whose policy applies (None: the asking agent's own); raises BadRequest naming every field
+    that is wrong."""
+    body = contract.parse(RaiseRequest, data)
     request = external.Request(
-        agent=agent,
-        run_id=run_id,
-        tool=tool,
-        arguments=arguments,
-        schema=schema,
-        prompt=prompt,
-        kind=kind,
-        timeout=timeout,
-        on_timeout=on_timeout,
-        key=key,
-        description=description,
-        summary=summary,
-        reject_reasons=reasons,
+        agent=body.agent,
+        run_id=body.run_id,
+        tool=body.tool,
+        arguments=body.arguments,
+        schema=body.schema_,
+        prompt=body.prompt,
+        kind=body.kind,
+        timeout=body.timeout,
+        on_timeout=body.on_timeout,
+        key=body.idempotency_key,
+        description=body.description,
+        summary=body.summary,
+        reject_reasons=tuple(body.reject_reasons or ()),
     )
-    return request, rules
+    return request, body.policy
 
 
 def _answer(s: Suspension, status: int) -> JsonResponse:

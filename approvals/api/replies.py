@@ -1,6 +1,5 @@
 """A reply to a run that waits for input: POST /api/threads/{id}/messages."""
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from access import scopes
@@ -8,16 +7,18 @@ from access.auth import api
 from access.models import Scope
 from agents import replies
 from approvals import schemas as shapes
+from approvals.api.bodies import Message
 from approvals.api.payloads import thread_payload
 from approvals.api.threads import STEER_OTHERS, thread_or_404
-from approvals.http import BadRequest, bad_request, error, json_body, not_found, text_too_long
+from approvals.contract import parse
+from approvals.http import BadRequest, bad_request, error, json_body, not_found
 from approvals.openapi import operation
 
 
 @operation(
     "POST",
     "Reply to a run",
-    body=shapes.Message,
+    body=Message,
     responses={202: shapes.Thread},
     errors=(409,),
     description="Talk to the top of the stack; 409 unless the run waits for input.",
@@ -30,29 +31,14 @@ def thread_messages(request: HttpRequest, thread_id: str) -> JsonResponse:
     if not scopes.may_steer(request.user, thread):
         return scopes.insufficient(Scope.DECIDE, STEER_OTHERS)
     try:
-        data = json_body(request)
-        unknown = set(data) - {"text", "data"}
-        if unknown:
-            raise BadRequest(
-                "The message has unknown fields.", {k: "Unknown field." for k in sorted(unknown)}
-            )
-        text, value = data.get("text"), data.get("data")
-        if "data" in data:
-            # application/json input: an object, checked against the agent's input rules.
-            if "text" in data:
-                raise BadRequest("Send text or data, not both.", {"data": "Send one of them."})
-            kind = replies.JSON
-        else:
-            kind = replies.TEXT
-            if not isinstance(text, str) or not text.strip():
-                raise BadRequest("The message is empty.", {"text": "Write a message."})
-            if too_long := text_too_long(text, settings.MAX_MESSAGE_CHARS):
-                raise BadRequest("The message is too long.", {"text": too_long})
+        body = parse(Message, json_body(request))
     except BadRequest as e:
         return bad_request(e)
+    # application/json input: an object, checked against the agent's input rules.
+    kind = replies.JSON if "data" in body.model_fields_set else replies.TEXT
     try:
         thread = replies.provide_input(
-            thread.pk, request.user, text=text, data=value, content_type=kind
+            thread.pk, request.user, text=body.text, data=body.data, content_type=kind
         )
     except replies.BadInput as e:
         return bad_request(BadRequest(str(e), {e.field: str(e)}))

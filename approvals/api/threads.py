@@ -1,8 +1,8 @@
 """Runs: start and list them (/api/threads), read one, cancel one."""
 
+import functools
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from access import admission, ratelimits, scopes
@@ -11,17 +11,11 @@ from access.models import Scope
 from agents import cancelling, starting
 from agents.models import AgentDefinition, Thread
 from approvals import schemas as shapes
+from approvals.api.bodies import StartRun
 from approvals.api.paging import keyset_page
 from approvals.api.payloads import thread_payload, waiting_for_person
-from approvals.http import (
-    BadRequest,
-    bad_request,
-    error,
-    json_body,
-    not_found,
-    parse_uuid,
-    text_too_long,
-)
+from approvals.contract import parse
+from approvals.http import BadRequest, bad_request, error, json_body, not_found, parse_uuid
 from approvals.openapi import operation
 from infra.compiled import Compiled, fields
 
@@ -49,7 +43,7 @@ def visible_threads(request: HttpRequest, rows: Any, field: str = "created_by") 
 @operation(
     "POST",
     "Start a run",
-    body=shapes.StartRun,
+    body=StartRun,
     responses={201: shapes.Thread},
     description="Start a run of an agent; a worker runs it. 429 when too many are started too "
     "fast or the agent has MAX_PENDING_PER_AGENT requests waiting.",
@@ -75,26 +69,13 @@ def threads(request: HttpRequest) -> JsonResponse:
         return _thread_list(request)
     if not request.user.has_perm("agents.add_thread"):
         return error(403, "forbidden", "You do not have permission to start runs.")
+    # The agent is looked up once, while the body is checked (StartRun names an unknown one).
+    agent_named = functools.cache(_agent_named)
     try:
-        data = json_body(request)
-        fields = {}
-        name, message = data.get("agent"), data.get("message")
-        if not isinstance(name, str) or not name:
-            fields["agent"] = "Name the agent to run."
-        if not isinstance(message, str) or not message.strip():
-            fields["message"] = "Write the first message."
-        elif too_long := text_too_long(message, settings.MAX_MESSAGE_CHARS):
-            fields["message"] = too_long
-        unknown = set(data) - {"agent", "message"}
-        for key in unknown:
-            fields[key] = "Unknown field."
-        agent = _agent_named(name) if "agent" not in fields else None
-        if "agent" not in fields and agent is None:
-            fields["agent"] = f"No agent named {name!r}."
-        if fields:
-            raise BadRequest("The run cannot start.", fields)
+        body = parse(StartRun, json_body(request), agent_named=agent_named)
     except BadRequest as e:
         return bad_request(e)
+    agent, message = agent_named(body.agent), body.message
     try:
         with admission.admitted(agent):
             thread = starting.start_thread(agent, message, request.user)

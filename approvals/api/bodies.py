@@ -1,0 +1,239 @@
+"""The JSON bodies of the runs and their decisions (an outside agent's request is
+approvals.api.external.RaiseRequest). Each model is the body's whole contract: the view parses
+the body with it (approvals.contract.parse) and the OpenAPI document describes the body with it
+(approvals.openapi), so the two cannot drift apart.
+
+`says` words what a refused field wants; the validators hold what a type cannot say (text
+that is not blank, the MAX_* settings, read when a body comes so a changed setting applies,
+and which fields go together).
+"""
+
+import json
+from typing import Any, Literal, Self
+
+from django.conf import settings
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from approvals.contract import UNKNOWN, Wrong, body, says, sent, within, written
+from approvals.openapi import Body
+
+
+class StartRun(Body):
+    refused = "The run cannot start."
+    says = {"agent": "Name the agent to run.", "message": "Write the first message."}
+
+    agent: str = Field(description="The name of the agent to run.")
+    message: str = Field(description="The first message (at most MAX_MESSAGE_CHARS).")
+
+    @field_validator("agent")
+    @classmethod
+    def _known(cls, name: str, info: ValidationInfo) -> str:
+        """A name, of an agent that exists when the view passes `agent_named` (a lookup)."""
+        if not name:
+            raise Wrong(says(cls, "agent"))
+        named = (info.context or {}).get("agent_named")
+        if named is not None and named(name) is None:
+            raise Wrong(f"No agent named {name!r}.")
+        return name
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _written(cls, message: Any) -> str:
+        return written(message, says(cls, "message"), settings.MAX_MESSAGE_CHARS)
+
+
+class Message(Body):
+    """Text, or `data` (a JSON object) for an agent that asks for application/json input."""
+
+    refused = "The message is not valid."
+    unknown = "The message has unknown fields."
+    says = {"text": "Write a message.", "data": "JSON input must be an object."}
+
+    text: str | None = Field(None, validate_default=True)
+    data: dict[str, Any] | None = None
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _written(cls, text: Any, info: ValidationInfo) -> str | None:
+        if sent(info, "data"):
+            return None  # the reply is the data (text beside it is refused there)
+        return written(
+            text,
+            says(cls, "text"),
+            settings.MAX_MESSAGE_CHARS,
+            detail="The message is empty.",
+            too_long="The message is too long.",
+        )
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _alone(cls, data: Any, info: ValidationInfo) -> Any:
+        if sent(info, "text"):
+            raise Wrong("Send one of them.", "Send text or data, not both.")
+        if data is not None and not isinstance(data, dict):
+            # As agents.replies words it (a null is for the agent's input rules to refuse).
+            raise Wrong(says(cls, "data"), says(cls, "data"))
+        return data
+
+
+class Seen(Body):
+    args_hash: str | None = None
+    agent_version: int | None = None
+
+
+# A decision is of one kind, told by its fields: `ignore`, else `response`, else an approval.
+# A field of another kind is as unknown as a field the model does not name.
+KINDS = {
+    "ignore": ("ignore",),
+    "response": ("response",),
+    "approval": ("approved", "reason", "modifiedArgs"),
+}
+
+
+def decision_kind(data: dict[str, Any]) -> str:
+    return "ignore" if "ignore" in data else "response" if "response" in data else "approval"
+
+
+class Resume(Body):
+    """resumeExecution, one decision kind a call: approve `{"approved": true}`; edit
+    `{"approved": true, "modifiedArgs"}`; reject `{"approved": false, "reason"}`; respond
+    `{"response"}` (the answer to a question, or a reviewer's response to a confirmation: the
+    tool does not run and the agent gets the text as its result); ignore `{"ignore": true}`
+    (dismissed from the inbox without deciding; the deadline still applies). Which of accept,
+    edit, respond and ignore a request takes is in its `policy.allow`: another is refused
+    with 403 `forbidden_by_policy` (rule `not_allowed`)."""
+
+    refused = "The decision is not valid."
+    unknown = "Unknown fields."
+    says = {
+        "approved": "Send true or false.",
+        "reason": "A string.",
+        "modifiedArgs": "A JSON object of the tool's arguments.",
+        "response": "Write an answer.",
+        "ignore": "Send true.",
+        "seen": "An object with args_hash and agent_version, as the request showed.",
+        "seen.args_hash": "The request's args_hash, a string.",
+        "seen.agent_version": "The request's agent_version, a whole number.",
+        "confirmVersionChange": "Send true or false.",
+    }
+
+    approved: bool | None = Field(None, validate_default=True)
+    reason: str | None = None
+    modifiedArgs: dict[str, Any] | None = None
+    response: str | None = None
+    ignore: Literal[True] | None = Field(
+        None, description="Dismiss from the inbox without deciding; alone."
+    )
+    seen: Seen | None = Field(None, description="What the card showed: a change answers 409.")
+    confirmVersionChange: bool | None = None
+
+    @classmethod
+    def _kind(cls, info: ValidationInfo) -> str:
+        """The body's kind; refuses the field being checked when it is of another."""
+        kind = decision_kind(body(info))
+        name = info.field_name or ""
+        if sent(info, name) and name not in KINDS[kind]:
+            raise Wrong(UNKNOWN)
+        return kind
+
+    @field_validator("approved", mode="before")
+    @classmethod
+    def _yes_or_no(cls, approved: Any, info: ValidationInfo) -> Any:
+        if cls._kind(info) == "approval" and not isinstance(approved, bool):
+            raise Wrong(says(cls, "approved"))  # left out or null too: an approval says which
+        return approved
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, reason: Any, info: ValidationInfo) -> Any:
+        cls._kind(info)
+        return within(reason, settings.MAX_REASON_CHARS)
+
+    @field_validator("modifiedArgs", mode="before")
+    @classmethod
+    def _edited(cls, edited: Any, info: ValidationInfo) -> Any:
+        cls._kind(info)
+        limit = settings.MAX_ARGUMENTS_BYTES
+        if isinstance(edited, dict) and (size := json_size(edited)) > limit:
+            raise Wrong(f"At most {limit} bytes as JSON (these are {size}).")
+        return edited
+
+    @field_validator("response", mode="before")
+    @classmethod
+    def _answer(cls, response: Any, info: ValidationInfo) -> str:
+        cls._kind(info)
+        return written(
+            response,
+            says(cls, "response"),
+            settings.MAX_MESSAGE_CHARS,
+            detail="The answer is empty.",
+            too_long="The answer is too long.",
+        )
+
+    @field_validator("ignore", mode="before")
+    @classmethod
+    def _ignore(cls, ignore: Any, info: ValidationInfo) -> Any:
+        cls._kind(info)
+        if ignore is not True:  # not 1, which Literal[True] takes
+            raise Wrong(says(cls, "ignore"), "Send ignore: true, alone.")
+        return ignore
+
+    @model_validator(mode="after")
+    def _edits_are_approvals(self) -> Self:
+        if self.modifiedArgs is not None and not self.approved:
+            raise Wrong(
+                "Only an approval can edit the arguments.",
+                "modifiedArgs goes with an approval.",
+                field="modifiedArgs",
+            )
+        return self
+
+    def decision(self) -> dict[str, Any]:
+        """The decision as agents.decisions takes it: its kind's fields, then what the card
+        showed (`seen`, as sent) and `confirmVersionChange` when they were sent."""
+        found: dict[str, Any]
+        if self.ignore:
+            found = {"ignore": True}
+        elif self.response is not None:
+            found = {"response": self.response}
+        else:
+            found = {
+                "approved": self.approved,
+                "reason": self.reason or "",
+                "modifiedArgs": self.modifiedArgs,
+            }
+        if self.seen is not None:
+            found["seen"] = self.seen.model_dump(exclude_unset=True)
+        if self.confirmVersionChange is not None:
+            found["confirmVersionChange"] = self.confirmVersionChange
+        return found
+
+
+def json_size(value: Any) -> int:
+    """Bytes of `value` as compact UTF-8 JSON, so the limit does not depend on the escaping
+    or spacing the client chose."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _extension_seconds() -> str:
+    return f"A whole number of seconds from 1 to {settings.MAX_EXTENSION_SECONDS}."
+
+
+class Extend(Body):
+    refused = "The extension is not valid."
+    says = {"seconds": _extension_seconds, "reason": "Say why the deadline moves."}
+
+    seconds: int = Field(ge=1, description="1 to MAX_EXTENSION_SECONDS.")
+    reason: str
+
+    @field_validator("seconds")
+    @classmethod
+    def _at_most(cls, seconds: int) -> int:
+        if seconds > settings.MAX_EXTENSION_SECONDS:
+            raise Wrong(_extension_seconds())
+        return seconds
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _why(cls, reason: Any) -> str:
+        return written(reason, says(cls, "reason"), settings.MAX_REASON_CHARS).strip()
