@@ -14,6 +14,7 @@ from agents import dispatch, events
 from agents.cancelling import cancel_thread
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 from agents.runtime import messages as msgs
+from infra import strict_json
 
 
 class NotWaiting(Exception):
@@ -98,7 +99,7 @@ def provide_input(
         if content_type == JSON:
             if data is None:
                 try:
-                    data = json.loads(text or "")
+                    data = strict_json.loads(text or "")
                 except ValueError as e:
                     raise BadInput(f"The input is not valid JSON: {e}.", "data") from e
             if not isinstance(data, dict):

@@ -1,7 +1,5 @@
 """JSON answers and request parsing shared by the API views."""
 
-import json
-import math
 import re
 import uuid
 from typing import Any
@@ -11,7 +9,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
-from infra.answers import error  # the API's error answer; the views import it from here
+from infra.answers import error
+from infra.strict_json import loads  # the API's error answer; the views import it from here
 
 # Deeper than any tool's arguments need; well below the recursion limit that json.dumps,
 # jsonschema and the JSONField hit on the way to the database.
@@ -53,24 +52,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
     if request.path.startswith("/api/"):
         return error(500, "server_error", "The server failed to answer; try again later.")
     return defaults.server_error(request)
-
-
-def loads(raw: bytes | str) -> Any:
-    """json.loads, refusing the numbers JSON has no room for: NaN, Infinity and -Infinity
-    (which Python writes and reads, SQLite keeps and PostgreSQL's jsonb turns into null) and
-    a number too large for a float (1e400, which Python reads as Infinity). Raises ValueError."""
-    return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
-
-
-def _not_a_number(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number (send null or a string)")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"the number {text} is out of range")
-    return number
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:

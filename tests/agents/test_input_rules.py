@@ -82,6 +82,10 @@ class InputRequiredTestCase:
             ({"input_types": ["application/json"]}, {"text": "A"}, "type"),
             ({}, {"text": "[1]", "content_type": "application/json"}, "data"),
             ({}, {"text": "{not json", "content_type": "application/json"}, "data"),
+            # Numbers JSON has no room for, in a reply's text as in a request's body.
+            ({}, {"text": '{"n": NaN}', "content_type": "application/json"}, "data"),
+            ({}, {"text": '{"n": -Infinity}', "content_type": "application/json"}, "data"),
+            ({}, {"text": '{"n": 1e400}', "content_type": "application/json"}, "data"),
             ({"input_max_chars": 5}, {"text": "A much longer answer"}, "text"),
             ({}, {"text": "x", "content_type": "image/png"}, "type"),
             ({}, {"text": "   "}, "text"),
