@@ -11,8 +11,16 @@ def error(
     status: int, code: str, detail: str, /, fields: dict[str, str] | None = None, **extra: Any
 ) -> JsonResponse:
     """An error answer; `extra` may repeat a parameter's name (the 409s report `status`)."""
+    return JsonResponse(error_body(code, detail, fields, **extra), status=status)
+
+
+def error_body(
+    code: str, detail: str, /, fields: dict[str, str] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The error answer's body, for an answer that carries it inside another (one item of
+    POST /api/decisions)."""
     body: dict[str, Any] = {"error": code, "detail": detail}
     if fields:
         body["fields"] = fields
     body.update(extra)
-    return JsonResponse(body, status=status)
+    return body

@@ -1,5 +1,6 @@
 """Decisions (resumeExecution): check a decision's body, record it, answer with the outcome."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
@@ -16,8 +17,9 @@ from approvals import schemas as shapes
 from approvals.api.bodies import Resume
 from approvals.api.suspensions import suspension_or_none, with_version
 from approvals.contract import parse
-from approvals.http import BadRequest, bad_request, error, json_body, not_found, parse_uuid
+from approvals.http import BadRequest, bad_request, json_body, not_found, parse_uuid
 from approvals.openapi import operation
+from infra.answers import error_body
 
 
 def _tool_for(s: Suspension) -> Tool:
@@ -30,11 +32,12 @@ def _tool_for(s: Suspension) -> Tool:
     )
 
 
-def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
-    """A resumeExecution body (approvals.api.bodies.Resume) as agents.decisions takes it,
-    checked against the suspension: a question is answered or declined, never approved, and
-    edited arguments must fit the tool's schema as it was when the call was made."""
-    decision = parse(Resume, data).decision()
+def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> dict[str, Any]:
+    """A resumeExecution body (approvals.api.bodies.Resume, or the body parsed by it) as
+    agents.decisions takes it, checked against the suspension: a question is answered or
+    declined, never approved, and edited arguments must fit the tool's schema as it was when
+    the call was made."""
+    decision = (data if isinstance(data, Resume) else parse(Resume, data)).decision()
     if "approved" not in decision:
         return decision
     if s.kind == Suspension.Kind.INPUT and decision["approved"]:
@@ -54,11 +57,22 @@ def parse_decision(s: Suspension, data: dict[str, Any]) -> dict[str, Any]:
     return decision
 
 
-def _outcome(s: Suspension, status: int) -> JsonResponse:
+@dataclass(frozen=True)
+class Answer:
+    """What resumeExecution answers for one suspension: its HTTP status and its body."""
+
+    status: int
+    body: dict[str, Any]
+
+    def response(self) -> JsonResponse:
+        return JsonResponse(self.body, status=self.status)
+
+
+def _outcome(s: Suspension, status: int) -> Answer:
     body = {"suspension": suspension_payload(s), "outcome": s.outcome()}
     if status == 409:
         body = {"error": "already_decided", "detail": _conflict_detail(s), **body}
-    return JsonResponse(body, status=status)
+    return Answer(status, body)
 
 
 def _conflict_detail(s: Suspension) -> str:
@@ -88,6 +102,18 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         return not_found("suspension in this thread")
     try:
         data = json_body(request)
+    except BadRequest as e:
+        return bad_request(e)
+    return decide_one(s, request.user, data).response()
+
+
+def decide_one(s: Suspension, user: Any, data: dict[str, Any] | Resume) -> Answer:
+    """One decision, checked and taken as resumeExecution takes it, for `user` (the caller,
+    authorized and counted against the rate limit already): the body (parsed or not), the
+    version binding (`seen`), then agents.decisions, which checks the policy (four eyes,
+    groups, quorum votes) under its locks, in a transaction of its own. The answer says
+    what happened to it."""
+    try:
         if not s.pending:
             # A repeat of the recorded decision is answered with it; anything else conflicts.
             decision = parse_decision(s, data)
@@ -95,22 +121,20 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         decision = parse_decision(s, data)
         versions.check(s, decision)
     except BadRequest as e:
-        return bad_request(e)
+        return Answer(e.status, error_body(e.code, e.detail, e.fields))
     except versions.Unbound as e:
-        return JsonResponse(
-            {"error": e.code, "detail": e.detail, "suspension": with_version(s)}, status=409
-        )
+        return Answer(409, {"error": e.code, "detail": e.detail, "suspension": with_version(s)})
     try:
         if decision.get("ignore"):
-            return _ignored(decisions.ignore(s, request.user))
-        decided = decisions.decide(s, request.user, decision)
+            return _ignored(decisions.ignore(s, user))
+        decided = decisions.decide(s, user, decision)
     except policy.Refused as e:
         # The policy the request was made under (agents.policy): who may not decide it, why.
-        return error(403, "forbidden_by_policy", e.detail, rule=e.rule)
+        return Answer(403, error_body("forbidden_by_policy", e.detail, rule=e.rule))
     if decided.votes is not None:
         # A vote toward a quorum: recorded, and the request waits for more.
         body = {"suspension": suspension_payload(decided.suspension), "outcome": None}
-        return JsonResponse({**body, "votes": decided.votes}, status=202)
+        return Answer(202, {**body, "votes": decided.votes})
     if decided.created:
         return _outcome(decided.suspension, 202)
     return _outcome(
@@ -118,11 +142,11 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     )
 
 
-def _ignored(done: decisions.Decided) -> JsonResponse:
+def _ignored(done: decisions.Decided) -> Answer:
     """An ignore: 202 when this call dismissed it, 200 when it already was; 409 with the
     outcome when it was decided first (or its deadline passed)."""
     s = done.suspension
     if not s.pending:
         return _outcome(s, 409)
     body = {"suspension": suspension_payload(s), "outcome": None}
-    return JsonResponse(body, status=202 if done.created else 200)
+    return Answer(202 if done.created else 200, body)
