@@ -14,6 +14,10 @@ field's message in the API's words, never pydantic's:
 
 The body as sent is in the validation context, so a validator can tell a field sent as null
 from one left out (`sent(info, "tool")`); a view may add to the context (parse(..., k=v)).
+
+A body may hold bodies of their own (each decision of POST /api/decisions is a resumeExecution
+body): a validator parses such a field with `inside(model, value, ...)`, as parse() would parse
+it alone, and a refusal names its fields under the field's path ("decisions.3.decision.reason").
 """
 
 from collections.abc import Callable, Mapping
@@ -42,6 +46,15 @@ class Wrong(ValueError):
         self.field = field
 
 
+class Inside(Wrong):
+    """The refusal of a body within the body (`inside`): its field errors, by their paths
+    within it, and its detail (the message)."""
+
+    def __init__(self, detail: str, fields: dict[str, str]) -> None:
+        super().__init__(detail, detail)
+        self.fields = fields
+
+
 def parse(model: type[B], data: dict[str, Any], **context: Any) -> B:
     """`data` (a JSON object, approvals.http.json_body) as `model`; raises BadRequest."""
     try:
@@ -58,6 +71,13 @@ def bad_request(model: type[Body], error: ValidationError) -> BadRequest:
     details: list[str] = []
     unknown = False
     for found in error.errors():
+        cause = found.get("ctx", {}).get("error")
+        if isinstance(cause, Inside):
+            at = ".".join(str(part) for part in found["loc"])
+            for path, message in cause.fields.items():
+                fields.setdefault(f"{at}.{path}" if path else at, message)
+            details.append(cause.message)
+            continue
         where, message, detail = _explain(model, found)
         fields.setdefault(where, message)
         unknown = unknown or message == UNKNOWN
@@ -66,6 +86,18 @@ def bad_request(model: type[Body], error: ValidationError) -> BadRequest:
     if unknown and model.unknown:
         details.insert(0, model.unknown)
     return BadRequest(details[0] if details else model.refused, fields)
+
+
+def inside(model: type[B], value: Any, info: ValidationInfo, not_an_object: str) -> B:
+    """A field's value that is a body of its own, parsed by `model` as parse() parses a whole
+    body (its validators see it as the body sent); raises Inside, or Wrong(not_an_object)."""
+    if not isinstance(value, dict):
+        raise Wrong(not_an_object)
+    context = {k: v for k, v in (info.context or {}).items() if k != "body"}
+    try:
+        return parse(model, value, **context)
+    except BadRequest as e:
+        raise Inside(e.detail, e.fields or {"": e.detail}) from None
 
 
 def _explain(model: type[Body], found: ErrorDetails) -> tuple[str, str, str | None]:
