@@ -35,7 +35,7 @@ from access.scopes import token_of
 from infra.answers import error
 
 RUNS = "runs"  # starting a run: POST /api/threads, A2A SendMessage of a new task
-DECISIONS = "decisions"  # resumeExecution, A2A decisions and answers
+DECISIONS = "decisions"  # resumeExecution, each POST /api/decisions item, A2A decisions, answers
 REDIS_PREFIX = "gateway-limits"
 
 # What each kind is called in answers, and its settings: per token, per user.

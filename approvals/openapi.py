@@ -265,6 +265,7 @@ def undescribed() -> list[str]:
 TAGS = {
     "threads": "Runs: start, read, reply, cancel; decide their suspensions.",
     "suspensions": "What waits for a decision or an answer.",
+    "decisions": "Several suspensions decided in one call, each as resumeExecution decides.",
     "events": "The audit trail.",
     "requests": "Requests of agents that run elsewhere.",
     "webhooks": "Staff: webhook subscriptions and their deliveries.",

@@ -150,6 +150,35 @@ class Outcome(Answer):
     votes: dict[str, Any] | None = Field(None, description="A vote toward a quorum.")
 
 
+class DecisionResult(Answer):
+    """One item of POST /api/decisions: its suspension's id and what resumeExecution would
+    have answered for it, status and body."""
+
+    id: str = Field(description="The item's suspension, as the request named it.")
+    status: Literal[200, 202, 400, 403, 404, 409, 429, 500] = Field(
+        description="resumeExecution's status for it: 202 taken (or a quorum's vote cast, "
+        "or dismissed), 200 the same decision again, 400 it does not fit the suspension "
+        "(an approval of a question, arguments that fail the tool's schema), 403 refused by "
+        "the policy (`rule`: four_eyes, groups, already_voted, not_allowed...), 404 no such "
+        "suspension, 409 decided already, past its deadline or a stale view, 429 over the "
+        "decision rate limit (`retry_after`), 500 the server failed on it. Under 300: taken."
+    )
+    suspension: Suspension | None = Field(
+        None, description="The suspension after this item (200, 202, 409)."
+    )
+    outcome: Decision | None = Field(None, description="The recorded decision (200, 202, 409).")
+    votes: dict[str, Any] | None = Field(None, description="A vote toward a quorum (202).")
+    error: str | None = Field(None, description="Why it was refused (400 and up).")
+    detail: str | None = None
+    fields: dict[str, str] | None = None
+    rule: str | None = Field(None, description="The policy's rule that refused it (403).")
+    retry_after: int | None = Field(None, description="Seconds until the limit lets it (429).")
+
+
+class DecisionResults(Answer):
+    results: list[DecisionResult] = Field(description="One per item, in the request's order.")
+
+
 class Extended(Answer):
     suspension: Suspension
     extension: dict[str, Any] | None

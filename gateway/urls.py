@@ -18,6 +18,7 @@ api_patterns = [
     path("threads/<str:thread_id>/suspensions/<str:suspension_id>/extend", extend.extend),
     path("suspensions", suspensions.suspensions),
     path("suspensions/<str:suspension_id>", suspensions.suspension_detail),
+    path("decisions", decisions.decide_many),
     path("events", events.event_list),
     path("events/<str:event_id>", events.event_detail),
     # Outside agents' requests (approvals.api.external; a long poll: approvals.external_wait).

@@ -14,7 +14,8 @@ from typing import Any, Literal, Self
 from django.conf import settings
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from approvals.contract import UNKNOWN, Wrong, body, says, sent, within, written
+from approvals.contract import UNKNOWN, Inside, Wrong, body, inside, says, sent, within, written
+from approvals.http import parse_uuid
 from approvals.openapi import Body
 
 
@@ -207,6 +208,88 @@ class Resume(Body):
         if self.confirmVersionChange is not None:
             found["confirmVersionChange"] = self.confirmVersionChange
         return found
+
+
+# POST /api/decisions decides at most this many suspensions a call.
+MAX_DECISIONS = 100
+
+
+class Decide(Body):
+    """One item of POST /api/decisions: a suspension, and the decision resumeExecution would
+    take for it."""
+
+    refused = "A decision of the list is not valid."
+    unknown = "A decision of the list has unknown fields."
+    says = {
+        "suspension": "A suspension's id (a UUID).",
+        "decision": "A decision object, as resumeExecution takes it.",
+    }
+
+    suspension: str = Field(
+        description="The suspension's id.", json_schema_extra={"format": "uuid"}
+    )
+    decision: Resume = Field(description="As the body of resumeExecution.")
+
+    @field_validator("suspension", mode="before")
+    @classmethod
+    def _an_id(cls, suspension: Any) -> Any:
+        if not isinstance(suspension, str) or parse_uuid(suspension) is None:
+            raise Wrong(says(cls, "suspension"))
+        return suspension
+
+    @field_validator("decision", mode="before")
+    @classmethod
+    def _a_decision(cls, decision: Any, info: ValidationInfo) -> Resume:
+        # A body of its own: Resume's validators read it as the body sent.
+        return inside(Resume, decision, info, says(cls, "decision"))
+
+
+ITEM = 'An object: {"suspension", "decision"}.'
+
+
+def _how_many() -> str:
+    return f"A list of 1 to {MAX_DECISIONS} decisions: {{suspension, decision}}."
+
+
+class Decisions(Body):
+    """POST /api/decisions: decide several suspensions in one call, each as resumeExecution
+    would (the same checks, its own transaction, its own answer)."""
+
+    refused = "The decisions are not valid."
+    says = {"decisions": _how_many}
+
+    decisions: list[Decide] = Field(min_length=1, max_length=MAX_DECISIONS)
+
+    @field_validator("decisions", mode="before")
+    @classmethod
+    def _each(cls, items: Any, info: ValidationInfo) -> list[Decide]:
+        """Each item parsed as a body of its own; every wrong item named by its index; a
+        suspension listed twice refused (which decision would count?)."""
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_DECISIONS:
+            raise Wrong(_how_many())
+        parsed: list[Decide] = []
+        wrong: dict[str, str] = {}
+        details: list[str] = []
+        for i, item in enumerate(items):
+            try:
+                parsed.append(inside(Decide, item, info, ITEM))
+            except Inside as e:
+                wrong.update({f"{i}.{k}" if k else str(i): v for k, v in e.fields.items()})
+                details.append(e.message)
+            except Wrong as e:
+                wrong[str(i)] = e.message
+                details.append(Decide.refused)
+        if not wrong:
+            first: dict[Any, int] = {}
+            for i, item in enumerate(parsed):
+                pk = parse_uuid(item.suspension)
+                if pk in first:
+                    wrong[f"{i}.suspension"] = f"Listed already, as decisions.{first[pk]}."
+                    details.append("Each suspension may be listed once.")
+                first.setdefault(pk, i)
+        if wrong:
+            raise Inside(details[0], wrong)
+        return parsed
 
 
 def json_size(value: Any) -> int:

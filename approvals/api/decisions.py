@@ -1,5 +1,7 @@
-"""Decisions (resumeExecution): check a decision's body, record it, answer with the outcome."""
+"""Decisions (resumeExecution): check a decision's body, record it, answer with the outcome;
+one suspension a call, or up to 100 (POST /api/decisions), each decided by decide_one."""
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,12 +16,16 @@ from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
 from approvals import schemas as shapes
-from approvals.api.bodies import Resume
+from approvals.api.bodies import Decide, Decisions, Resume
 from approvals.api.suspensions import suspension_or_none, with_version
 from approvals.contract import parse
 from approvals.http import BadRequest, bad_request, json_body, not_found, parse_uuid
 from approvals.openapi import operation
 from infra.answers import error_body
+
+log = logging.getLogger(__name__)
+
+FAILED = "The server failed to decide this one; try it again."
 
 
 def _tool_for(s: Suspension) -> Tool:
@@ -112,7 +118,7 @@ def decide_one(s: Suspension, user: Any, data: dict[str, Any] | Resume) -> Answe
     authorized and counted against the rate limit already): the body (parsed or not), the
     version binding (`seen`), then agents.decisions, which checks the policy (four eyes,
     groups, quorum votes) under its locks, in a transaction of its own. The answer says
-    what happened to it."""
+    what happened to it (POST /api/decisions answers it per item)."""
     try:
         if not s.pending:
             # A repeat of the recorded decision is answered with it; anything else conflicts.
@@ -150,3 +156,59 @@ def _ignored(done: decisions.Decided) -> Answer:
         return _outcome(s, 409)
     body = {"suspension": suspension_payload(s), "outcome": None}
     return Answer(202 if done.created else 200, body)
+
+
+@operation(
+    "POST",
+    "Decide several suspensions",
+    body=Decisions,
+    responses={200: shapes.DecisionResults},
+    errors=(429,),
+    description="Each item is decided as resumeExecution would decide it alone: the same "
+    "checks (its body, the policy: four eyes, groups, a quorum's votes; the version binding; "
+    "the rate limit, counted per item), in a transaction of its own, audited with the same "
+    "events; one refused item changes nothing for the others. The answer is 200 with "
+    "`results` in the order of the request, one per item: `id` (its suspension, as sent), "
+    "`status` (what resumeExecution would have answered: 202, 200, 400, 403, 404, 409 or "
+    "429; 500 when the server failed on that one), and that answer's body: `suspension` and "
+    "`outcome` (with `votes` for a quorum's vote) when taken, `error`, `detail` (and "
+    "`fields`, `rule`, `retry_after`) when refused. A list that is empty, longer than 100, "
+    "names a suspension twice or holds a malformed item is refused whole (400, `fields` "
+    "keyed like `decisions.3.suspension`), nothing decided; it counts as one decision "
+    "against the rate limit (429 when over it).",
+)
+@api(["POST"], perm="agents.decide_suspension", scope=Scope.DECIDE)
+def decide_many(request: HttpRequest) -> JsonResponse:
+    """Decide up to 100 suspensions in one call, each as resumeExecution would."""
+    try:
+        asked = parse(Decisions, json_body(request))
+    except BadRequest as e:
+        # Refused whole: one call counted, as a refused resumeExecution is.
+        try:
+            ratelimits.hit(ratelimits.DECISIONS, request.user)
+        except ratelimits.Limited as limited:
+            return ratelimits.too_many(limited)
+        return bad_request(e)
+    return JsonResponse({"results": [_decide_item(request.user, item) for item in asked.decisions]})
+
+
+def _decide_item(user: Any, item: Decide) -> dict[str, Any]:
+    """One item: counted against the rate limit as one resumeExecution call is, then decided
+    as resumeExecution decides (decide_one); its answer with its suspension's id and status."""
+    try:
+        ratelimits.hit(ratelimits.DECISIONS, user)
+    except ratelimits.Limited as e:
+        answer = Answer(429, error_body(e.code, e.detail, retry_after=e.retry_after))
+    else:
+        s = suspension_or_none(item.suspension)
+        if s is None:
+            answer = Answer(404, error_body("not_found", "No such suspension."))
+        else:
+            try:
+                answer = decide_one(s, user, item.decision)
+            except Exception:
+                # What would have been a 500 of resumeExecution: this item's, not the others'
+                # (each decision is its own transaction; those taken before stay taken).
+                log.exception("deciding suspension %s of a list failed", s.pk)
+                answer = Answer(500, error_body("server_error", FAILED))
+    return {"id": item.suspension, "status": answer.status, **answer.body}
