@@ -13,6 +13,8 @@ from access.models import ApiToken, Scope
 from agents import decisions
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, Suspension, Thread, Vote
+from approvals.api import bodies
+from approvals.api import decisions as views
 from tests.approvals import state
 from tests.approvals.state import resume_url
 
@@ -365,6 +367,8 @@ class SessionTestCase:
 
 
 def test_the_openapi_document_describes_it(api: Any) -> None:
+    # The model the document shows is the one the view parses the body with.
+    assert views.decide_many.openapi["POST"].body is bodies.Decisions
     doc = api("reviewer").get("/api/openapi.json").json()
     post = doc["paths"]["/api/decisions"]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]
