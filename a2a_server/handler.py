@@ -8,7 +8,6 @@ AgentExecutor and keeps tasks in its own store and in-memory queues, while here 
 Celery workers and a task is a thread, read by any number of server processes.
 """
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -39,10 +38,8 @@ from a2a.types import (
 )
 
 from a2a_server import mapping, push, reads, service
-from access.revocation import Credential
-from approvals.hub import EventHub, hub
-from approvals.settled import Batch
-from infra.aio import blocking, wait_event
+from approvals.waiters import Waiter, waiting
+from infra.aio import blocking
 
 Update = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent
 # Seconds a waiter sleeps when the hub wakes it for nothing: a lost wake-up (or an event the
@@ -162,46 +159,11 @@ class GatewayRequestHandler(RequestHandler):
         raise UnsupportedOperationError("This agent has no extended card: the public one is all.")
 
 
-class Wakeup:
-    """A task's waiter on this process's event hub (approvals.hub), which reads each new event
-    once for every socket and stream of the process: woken when an event of the task comes,
-    and told when the token it was opened with is revoked. The waiter reads the Event table
-    itself; the hub only saves it polling, and a slow poll covers a missed wake-up."""
-
-    def __init__(self, task_id: str, credential: Credential, events_hub: EventHub) -> None:
-        self.credential = credential
-        self.hub = events_hub
-        # How the hub's socket message of an event of this task starts its `thread` field.
-        self.marker = f'"thread": "{task_id}"'
-        self.woken = asyncio.Event()
-        self.revoked = False
-
-    def deliver(self, batch: Batch) -> None:
-        if any(self.marker in row.text for row in batch.rows):
-            self.woken.set()
-
-    async def revoke(self) -> None:
-        self.revoked = True
-        self.woken.set()
-
-    async def wait(self, seconds: float) -> None:
-        await wait_event(self.woken, seconds)
-        self.woken.clear()
-
-    async def admits(self, revocations: int) -> bool:
-        """May the events read before the revocation counter read `revocations` be sent?"""
-        return not self.revoked and await self.hub.admits(self, revocations)
-
-
 @contextlib.asynccontextmanager
-async def watching(task_id: str, context: ServerCallContext) -> AsyncIterator[Wakeup]:
-    events_hub = hub()
-    wakeup = Wakeup(task_id, context.state["credential"], events_hub)
-    events_hub.subscribe(wakeup)
-    try:
-        yield wakeup
-    finally:
-        await events_hub.unsubscribe(wakeup)
+async def watching(task_id: str, context: ServerCallContext) -> AsyncIterator[Waiter]:
+    """Woken when an event of the task comes (approvals.waiters)."""
+    async with waiting("thread", task_id, context.state["credential"]) as waiter:
+        yield waiter
 
 
 async def settled(task_id: str, context: ServerCallContext, wait: float = SEND_WAIT) -> None:

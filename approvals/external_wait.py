@@ -12,7 +12,6 @@ SAFETY_POLL regardless, so a lost wake-up delays the answer at most that long). 
 revoked meanwhile ends the wait with 401, as it closes a socket.
 """
 
-import asyncio
 import time
 from typing import Any
 
@@ -24,8 +23,7 @@ from access.auth import bearer
 from access.models import digest
 from access.revocation import Credential
 from approvals.api.external import READ_SCOPES, SEE_OTHERS, read, wait_seconds
-from approvals.hub import hub
-from approvals.settled import Batch
+from approvals.waiters import waiting
 from infra.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0
@@ -41,25 +39,6 @@ def handles(scope: dict[str, Any]) -> bool:
     query = scope.get("query_string", b"")
     headers = dict(scope.get("headers", []))
     return b"wait=" in query and b"authorization" in headers
-
-
-class Waiter:
-    """Woken by the hub when an event of one request is written."""
-
-    def __init__(self, request_id: str, credential: Credential) -> None:
-        self.credential = credential
-        # How the hub's socket message of an event of this request names it.
-        self.marker = f'"suspension": "{request_id}"'
-        self.woken = asyncio.Event()
-        self.revoked = False
-
-    def deliver(self, batch: Batch) -> None:
-        if any(self.marker in row.text for row in batch.rows):
-            self.woken.set()
-
-    async def revoke(self) -> None:
-        self.revoked = True
-        self.woken.set()
 
 
 def _error(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
@@ -95,12 +74,8 @@ async def answer(request: Request) -> JSONResponse:
     request_id = request.path_params.get("id") or request.url.path[len(PATH_PREFIX) :]
     deadline = time.monotonic() + wait
     raw = header.partition(" ")[2].strip()
-    waiter = Waiter(request_id, Credential(user.pk, token_digest=digest(raw)))
-    events_hub = hub()
-    # Subscribed before the first read: an event written between the read and the wait
-    # still wakes it.
-    events_hub.subscribe(waiter)
-    try:
+    credential = Credential(user.pk, token_digest=digest(raw))
+    async with waiting("suspension", request_id, credential) as waiter:
         while True:
             waiter.woken.clear()
             status, body, _ = await blocking(read)(user, request_id)
@@ -114,8 +89,6 @@ async def answer(request: Request) -> JSONResponse:
             if await request.is_disconnected():
                 return JSONResponse(body, status_code=status)
             await wait_event(waiter.woken, min(SAFETY_POLL, left))
-    finally:
-        await events_hub.unsubscribe(waiter)
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
