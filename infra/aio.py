@@ -3,12 +3,12 @@
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from channels.db import database_sync_to_async
 
 log = logging.getLogger(__name__)
 
@@ -29,20 +29,11 @@ async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
             await event.wait()
 
 
-def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`func` run in a worker thread, its database connection given back after, as
-    channels.db.database_sync_to_async does, but not in the one thread all such calls share:
-    a stream's poll, or the events hub's read, must not wait behind another request's
-    transaction or another socket's call."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        close_old_connections()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            close_old_connections()
-
-    return sync_to_async(call, thread_sensitive=False)
+# `blocking(func)`: `func` as a coroutine function run in a worker thread, its database
+# connection given back after (channels' database_sync_to_async), but not in the one thread
+# that thread-sensitive calls share: a stream's poll, or the events hub's read, must not wait
+# behind another request's transaction or another socket's call.
+blocking = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 
 def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
