@@ -6,7 +6,7 @@ import os
 import threading
 from typing import Any
 
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.dispatch import Signal
@@ -14,7 +14,7 @@ from django.dispatch import Signal
 from agents import chain
 from agents.models import Event
 from agents.wire import socket_message
-from infra import pubsub
+from infra import aio, pubsub, transactions
 from infra.compiled import insert
 
 EVENTS_GROUP = "events"
@@ -78,7 +78,7 @@ INSERT_BATCH = 500
 def _transaction() -> Any:
     """The caller's transaction, or one of its own when there is none: the chain's lock and
     the rows it guards must commit together."""
-    if transaction.get_connection().in_atomic_block:
+    if transactions.in_transaction():
         return contextlib.nullcontext()
     return transaction.atomic()
 
@@ -104,13 +104,11 @@ class _Wake:
 
 def _pending_wake() -> "_Wake | None":
     """The wake-up already scheduled at the current transaction's level, if any."""
-    connection = transaction.get_connection()
-    level = set(connection.savepoint_ids)
     return next(
         (
             func
-            for sids, func, _ in reversed(connection.run_on_commit)
-            if isinstance(func, _Wake) and sids == level
+            for func, at_this_level in transactions.scheduled()
+            if isinstance(func, _Wake) and at_this_level
         ),
         None,
     )
@@ -169,7 +167,7 @@ def broadcast(message: dict[str, Any]) -> None:
         # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (infra.pubsub).
         sender.group_send(EVENTS_GROUP, message)
         return
-    if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
+    if aio.in_server_thread():
         # A server thread (daphne): the server's own loop sends it.
         async_to_sync(layer.group_send)(EVENTS_GROUP, message)
         return

@@ -5,9 +5,11 @@ import contextlib
 import contextvars
 import functools
 import logging
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from asgiref.sync import SyncToAsync
 from channels.db import database_sync_to_async
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,15 @@ async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
 # that thread-sensitive calls share: a stream's poll, or the events hub's read, must not wait
 # behind another request's transaction or another socket's call.
 blocking = functools.partial(database_sync_to_async, thread_sensitive=False)
+
+
+def in_server_thread() -> bool:
+    """Whether this thread runs a sync_to_async call for an event loop of this process (a
+    request or socket thread of daphne), so that async_to_sync hands a coroutine to that loop
+    rather than start a loop of its own. asgiref records it only in a thread-local of its
+    SyncToAsync (`main_event_loop_pid`, set in the thread that runs the call); a forked child
+    inherits the parent's record, hence the pid."""
+    return getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid()
 
 
 def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
