@@ -249,3 +249,9 @@ def _as_uuid(value: Any) -> uuid.UUID:
 def fields(model: type[Model]) -> list[str]:
     """Every column of `model`, in the order `Model.from_db` takes them."""
     return [f.attname for f in model._meta.concrete_fields]
+
+
+def sql_of(queryset: QuerySet) -> tuple[str, tuple[Any, ...]]:
+    """The SQL and parameters the ORM writes for `queryset` on the default database, to embed
+    in a statement the ORM cannot build (a subquery counted with its own LIMIT)."""
+    return queryset.query.sql_with_params()
