@@ -5,8 +5,8 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
-from agents import cancelling, starting
-from agents.models import AgentDefinition, Thread
+from agents import cancelling, starting, statements
+from agents.models import Thread
 from approvals import admission, ratelimits, scopes
 from approvals import schemas as shapes
 from approvals.api.paging import keyset_page
@@ -23,7 +23,6 @@ from approvals.http import (
 )
 from approvals.models import Scope
 from approvals.openapi import operation
-from infra.compiled import Compiled, fields
 
 
 def thread_or_404(thread_id: str) -> Thread | None:
@@ -88,7 +87,7 @@ def threads(request: HttpRequest) -> JsonResponse:
         unknown = set(data) - {"agent", "message"}
         for key in unknown:
             fields[key] = "Unknown field."
-        agent = _agent_named(name) if "agent" not in fields else None
+        agent = statements.agent_named(name) if "agent" not in fields else None
         if "agent" not in fields and agent is None:
             fields["agent"] = f"No agent named {name!r}."
         if fields:
@@ -101,17 +100,6 @@ def threads(request: HttpRequest) -> JsonResponse:
     except ratelimits.Limited as e:
         return ratelimits.too_many(e)
     return JsonResponse(thread_payload(thread), status=201)
-
-
-# The agent a run starts, read at every start: compiled once per process (infra.compiled).
-_AGENT = Compiled(
-    lambda name: AgentDefinition.objects.filter(name=name).values_list(*fields(AgentDefinition)),
-    "(agent name)",
-)
-
-
-def _agent_named(name: str) -> AgentDefinition | None:
-    return next(iter(_AGENT.instances(AgentDefinition, name)), None)
 
 
 def _thread_list(request: HttpRequest) -> JsonResponse:
