@@ -277,7 +277,7 @@ _DECIDE = CompiledUpdate(
 
 # Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
 # frame on the main stack (no lane), made runnable: compiled once, as the ORM rebuilt its two
-# subqueries at every decision, a fifth of the decision POST's CPU (bench/README.md).
+# subqueries at every decision (bench/README.md).
 _RESUME_MAIN_STACK = CompiledUpdate(
     lambda thread, group, frame, now: (
         Thread.objects.filter(pk=thread, status=Thread.Status.SUSPENDED)
