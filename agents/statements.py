@@ -302,20 +302,20 @@ def lock_suspension(suspension_id: Any) -> Suspension | None:
     return next(iter(_LOCK_SUSPENSION.instances(Suspension, suspension_id)), None)
 
 
-def decide_pending(suspension_id: Any, now: datetime, user: Any, fields: dict[str, Any]) -> int:
-    """A person's decision of a pending suspension before its deadline: `fields` are the
-    columns it sets (status, approved, reason and modified_args for an approval or a
-    rejection; status, approved and response for an answer). 1 when this call decided it."""
+def decide_pending(suspension_id: Any, now: datetime, user: Any, columns: dict[str, Any]) -> int:
+    """A person's decision of a pending suspension before its deadline: `columns` is what it
+    sets (status, approved, reason and modified_args for an approval or a rejection; status,
+    approved and response for an answer). 1 when this call decided it."""
     by, name = getattr(user, "pk", None), getattr(user, "username", "")
-    if fields.keys() == _DECIDED_FIELDS and by is not None:
+    if columns.keys() == _DECIDED_FIELDS and by is not None:
         # An approval or a rejection by a person's account: compiled once.
-        values = (fields["status"], fields["approved"], fields["reason"])
-        return _DECIDE.run(suspension_id, now, by, name, *values, fields["modified_args"])
+        values = (columns["status"], columns["approved"], columns["reason"])
+        return _DECIDE.run(suspension_id, now, by, name, *values, columns["modified_args"])
     # An answer, or a decision with no account behind it: a statement of another shape.
     return (
         Suspension.objects.filter(pk=suspension_id, status=S.PENDING)
         .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-        .update(decided_by=user, decided_by_name=name, decided_at=now, **fields)
+        .update(decided_by=user, decided_by_name=name, decided_at=now, **columns)
     )
 
 

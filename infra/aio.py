@@ -3,14 +3,13 @@
 import asyncio
 import contextlib
 import contextvars
-import functools
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from asgiref.sync import SyncToAsync
-from channels.db import database_sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
+from django.db import close_old_connections
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +30,26 @@ async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
             await event.wait()
 
 
-# `blocking(func)`: `func` as a coroutine function run in a worker thread, its database
-# connection given back after (channels' database_sync_to_async), but not in the one thread
-# that thread-sensitive calls share: a stream's poll, or the events hub's read, must not wait
-# behind another request's transaction or another socket's call.
-blocking = functools.partial(database_sync_to_async, thread_sensitive=False)
+def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`func` as a coroutine function run in a worker thread, its database connection given
+    back after, but not in the one thread that thread-sensitive calls share: a stream's poll,
+    or the events hub's read, must not wait behind another request's transaction or another
+    socket's call.
+
+    What channels' database_sync_to_async(func, thread_sensitive=False) does, but for one
+    thing: channels' test communicator replaces the close_old_connections that channels calls
+    with a no-op while a test talks to a socket (channels.testing.ApplicationCommunicator), so
+    the hub's and the presence board's reads, in threads of their own, kept their connections
+    and PostgreSQL's pool ran dry in the socket tests. This calls Django's directly."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        close_old_connections()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            close_old_connections()
+
+    return sync_to_async(call, thread_sensitive=False)
 
 
 def in_server_thread() -> bool:

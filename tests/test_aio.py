@@ -70,13 +70,15 @@ def test_a_blocking_call_does_not_wait_behind_the_shared_thread() -> None:
     assert name != threading.current_thread().name
 
 
-def test_a_blocking_call_gives_its_database_connection_back(
+def test_a_blocking_call_gives_its_connection_back_even_under_channels_test_communicator(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # channels' database_sync_to_async closes the thread's old connections before and after.
+    # channels.testing's communicator makes channels' own close_old_connections a no-op while
+    # a test talks to a socket; the hub's reads must still close their thread's connection.
+    monkeypatch.setattr("channels.db.close_old_connections", lambda: None)
     calls: list[str] = []
     monkeypatch.setattr(
-        "channels.db.close_old_connections",
+        "infra.aio.close_old_connections",
         lambda: calls.append(threading.current_thread().name),
     )
 
