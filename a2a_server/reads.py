@@ -31,6 +31,7 @@ from agents.cursor import gap_horizon, page_cursor
 from agents.models import Event, Suspension, Thread
 from agents.payloads import suspension_payload
 from approvals.http import parse_uuid
+from infra import transactions
 
 PAGE_SIZE = 50  # a list's default page, and its largest below
 MAX_PAGE_SIZE = 100
@@ -47,7 +48,7 @@ def consistent_read() -> Iterator[None]:
     """Several reads that see one moment of the database: a task's status, its suspensions and
     its last event id agree. PostgreSQL needs REPEATABLE READ for it (its default lets each
     statement see newer commits); a SQLite transaction sees one snapshot already."""
-    outer = transaction.get_connection().in_atomic_block
+    outer = transactions.in_transaction()
     with transaction.atomic():
         if not outer and connection.vendor == "postgresql":
             with connection.cursor() as cursor:

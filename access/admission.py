@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from access.ratelimits import Limited
 from agents.models import AgentDefinition, Suspension, Thread
+from infra.compiled import sql_of
 
 # Retry-After when nothing pending has a deadline sooner: a decision frees a place any time.
 RETRY_AFTER = 30
@@ -38,7 +39,7 @@ def waiting(agent: AgentDefinition, up_to: int) -> int:
     )
     # Both counts in one statement, each stopping at `up_to` (a LIMIT in a subquery, which
     # the ORM's count() of a sliced union cannot give on SQLite).
-    parts = [qs.values("pk")[:up_to].query.sql_with_params() for qs in (pending, working)]
+    parts = [sql_of(qs.values("pk")[:up_to]) for qs in (pending, working)]
     with connections[Thread.objects.db].cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT COUNT(*) FROM ({}) a), (SELECT COUNT(*) FROM ({}) b)".format(

@@ -9,22 +9,16 @@ from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from channels.security.websocket import OriginValidator
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AnonymousUser, Permission
-from django.contrib.postgres.expressions import ArraySubquery
-from django.db import connections
-from django.db.models import CharField, OuterRef, QuerySet, Value
-from django.db.models.functions import Concat
+from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from access import ratelimits, scopes
+from access import permbackend, ratelimits, scopes, statements
 from access.models import ApiToken, digest
 from access.scopes import Needed
 from infra.answers import error
-from infra.compiled import Compiled, fields
 
 
 def token_user(request: HttpRequest) -> Any:
@@ -46,60 +40,16 @@ class Bearer:
 INVALID = "The bearer token is not valid."
 
 
-_TOKEN_FIELDS = fields(ApiToken)
-_USER_FIELDS = fields(get_user_model())
-# The token and its user in one statement, compiled once per process (infra.compiled): each
-# API request reads it.
-_TOKEN_ROW = Compiled(
-    lambda wanted: (
-        ApiToken.objects.filter(digest=wanted)
-        .values_list(*_TOKEN_FIELDS, *(f"user__{name}" for name in _USER_FIELDS))
-        .order_by()[:1]
-    ),
-    "(sentinel: a digest)",
-)
-
-
-def _permission_names(rows: QuerySet) -> QuerySet:
-    dotted = Concat("content_type__app_label", Value("."), "codename", output_field=CharField())
-    return rows.annotate(dotted=dotted).values("dotted").order_by()
-
-
-# On PostgreSQL the user's permissions come in the same statement, as two arrays (their own,
-# their groups'): each API request checks one, and reading them was a statement of its own
-# (access.permbackend; bench/README.md, eighth round). SQLite has no arrays: there the
-# backend reads them when first asked.
-_TOKEN_ROW_AND_PERMISSIONS = Compiled(
-    lambda wanted: (
-        ApiToken.objects.filter(digest=wanted)
-        .annotate(
-            own=ArraySubquery(_permission_names(Permission.objects.filter(user=OuterRef("user")))),
-            via_groups=ArraySubquery(
-                _permission_names(Permission.objects.filter(group__user=OuterRef("user")))
-            ),
-        )
-        .values_list(
-            *_TOKEN_FIELDS, *(f"user__{name}" for name in _USER_FIELDS), "own", "via_groups"
-        )
-        .order_by()[:1]
-    ),
-    "(sentinel: a digest)",
-)
-
-
 def _token(wanted: str) -> ApiToken | None:
-    """The token with this digest, its user loaded with it (select_related's result) and, on
-    PostgreSQL, the user's permissions with them (what ModelBackend would cache)."""
-    with_permissions = connections["default"].vendor == "postgresql"
-    rows = (_TOKEN_ROW_AND_PERMISSIONS if with_permissions else _TOKEN_ROW).rows(wanted)
-    if not rows:
+    """The token with this digest, its user loaded with it and, on PostgreSQL, the user's
+    permissions with them (what ModelBackend would cache)."""
+    found = statements.token_with_user(wanted)
+    if found is None:
         return None
-    n, m = len(_TOKEN_FIELDS), len(_TOKEN_FIELDS) + len(_USER_FIELDS)
-    token = ApiToken.from_db("default", _TOKEN_FIELDS, rows[0][:n])
-    token.user = get_user_model().from_db("default", _USER_FIELDS, rows[0][n:m])
-    if with_permissions and not token.user.is_superuser:
+    token, permissions = found
+    if permissions is not None and not token.user.is_superuser:
         # A superuser has every permission: the backend gives them all (access.permbackend).
-        token.user._perm_cache = {*rows[0][m], *rows[0][m + 1]}
+        permbackend.remember_permissions(token.user, permissions)
     return token
 
 

@@ -35,12 +35,13 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
 from agents.hashing import canonical_json
 from agents.models import Event
+from infra import transactions
 
 # The key of the threadless chain's advisory lock (pg_advisory_xact_lock): "EVCHAIN" in ASCII.
 THREADLESS_LOCK = 0x45564348_41494E
@@ -140,9 +141,8 @@ class _Heads:
 def seal(events: list[Event]) -> None:
     """Give each event its created_at, prev_hash and hash, in list order, inside the caller's
     transaction (which must be open: the chains' locks last until it ends)."""
-    connection = transaction.get_connection()
     keys = list(dict.fromkeys(key_of(e) for e in events))
-    heads = _remembered(connection, keys)
+    heads = _remembered(keys)
     missing = [k for k in keys if k not in heads]
     if missing:
         heads.update(_lock_and_read(connection, missing))
@@ -154,20 +154,20 @@ def seal(events: list[Event]) -> None:
         event.prev_hash = heads[key]
         event.hash = digest(event_content(event))
         heads[key] = event.hash
-    _remember(connection, {k: heads[k] for k in keys})
+    _remember({k: heads[k] for k in keys})
 
 
 def begun(thread_id: uuid.UUID) -> None:
     """A thread made in the caller's transaction: its chain is empty, and no other
     transaction can write to it before this one commits (none can see the thread's row), so
     seal need not lock it and read its head."""
-    _remember(transaction.get_connection(), {_uuid_text(thread_id): ""})
+    _remember({_uuid_text(thread_id): ""})
 
 
-def _remembered(connection: Any, keys: list[ChainKey]) -> dict[ChainKey, str]:
+def _remembered(keys: list[ChainKey]) -> dict[ChainKey, str]:
     found: dict[ChainKey, str] = {}
     wanted = set(keys)
-    for _, func, _ in reversed(connection.run_on_commit):
+    for func, _ in transactions.scheduled():
         if isinstance(func, _Heads):
             for key in wanted & func.heads.keys():
                 found.setdefault(key, func.heads[key])
@@ -176,10 +176,14 @@ def _remembered(connection: Any, keys: list[ChainKey]) -> dict[ChainKey, str]:
     return found
 
 
-def _remember(connection: Any, heads: dict[ChainKey, str]) -> None:
-    if connection.run_on_commit:
-        sids, func, _ = connection.run_on_commit[-1]
-        if isinstance(func, _Heads) and sids == set(connection.savepoint_ids):
+def _remember(heads: dict[ChainKey, str]) -> None:
+    """Keep the heads in the newest commit callback if it is a _Heads of this savepoint
+    level, else in a new one: _remembered reads the newest first, so heads kept in an older
+    callback would lose to the stale ones of a callback scheduled after it."""
+    newest = next(transactions.scheduled(), None)
+    if newest is not None:
+        func, at_this_level = newest
+        if isinstance(func, _Heads) and at_this_level:
             func.heads.update(heads)
             return
     marker = _Heads()

@@ -3,16 +3,13 @@
 from typing import Any
 from uuid import UUID
 
-from django.db import DatabaseError, transaction
-from django.utils import timezone
+from django.db import transaction
 
 from agents import events, statements
-from agents.leases import LeaseLost
+from agents.leases import LeaseLost, renew_lane
 from agents.models import Event, StackFrame, Thread
 from agents.runtime import messages as msgs
 from agents.runtime.turn import Decision, Frame
-
-ACTIVE = StackFrame.Status.ACTIVE
 
 
 class Checkpoints:
@@ -45,45 +42,19 @@ class Checkpoints:
             Thread.objects.select_for_update(no_key=True).filter(pk=self.thread.pk).values_list(
                 "pk", flat=True
             ).first()
-            n = StackFrame.objects.filter(
-                pk=self.lane.pk, lease_owner=self.owner, status=ACTIVE
-            ).update(lease_expires_at=self.engine._lease_end())
+            n = renew_lane(self.lane.pk, self.owner, self.engine._lease_end())
         else:
             n = statements.renew_lease(self.thread.pk, self.owner, self.engine._lease_end())
         if not n:
             raise LeaseLost(self.thread.pk)
 
-    def _save(
-        self, frame: Frame, row: StackFrame | None = None, extra: tuple[str, ...] = ()
-    ) -> None:
+    def _save(self, frame: Frame, row: StackFrame | None = None, ended: bool = False) -> None:
         """Write the frame and what happened since the last checkpoint (inside a transaction).
-        `extra`: more of the row's fields to write with it (a final status)."""
+        `ended`: the row's final status and result go with it."""
         row = row or self.row
         row.messages = frame.messages
         row.iteration = frame.iteration
-        if extra in ((), ("status", "result")):
-            # row.save(update_fields=[...]), through a statement compiled once per process.
-            row.updated_at = timezone.now()  # as auto_now sets it
-            values = [row.messages, row.iteration, row.input_tokens, row.output_tokens]
-            values += [row.tools_used, row.updated_at]
-            if extra:
-                n = statements.save_ended_frame(row.pk, *values, row.status, row.result)
-            else:
-                n = statements.save_frame(row.pk, *values)
-            if not n:
-                raise DatabaseError("Save with update_fields did not affect any rows.")
-        else:
-            row.save(
-                update_fields=[
-                    "messages",
-                    "iteration",
-                    "input_tokens",
-                    "output_tokens",
-                    "tools_used",
-                    "updated_at",
-                    *extra,
-                ]
-            )
+        statements.save_frame(row, ended=ended)
         if self.unsaved_answer and self.live is not None:
             transaction.on_commit(self.live.message_saved)
         self.unsaved_answer = False

@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from agents import events, policy, statements
@@ -45,9 +44,6 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
         and (s.reason or "") == (decision.get("reason") or "")
         and s.modified_args == decision.get("modifiedArgs")
     )
-
-
-_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
 
 
 def decide(
@@ -93,19 +89,7 @@ def decide(
                     # What the quorum approved: the latest edit (None: the arguments as sent).
                     fields["modified_args"] = locked.modified_args
                     extra = {"approved_by": votes["approved_by"], "quorum": votes["required"]}
-        who = (getattr(user, "pk", None), getattr(user, "username", ""))
-        if fields.keys() == _DECIDED_FIELDS and who[0] is not None:
-            # The approval or rejection of a person: the same update, compiled once.
-            values = (fields["status"], fields["approved"], fields["reason"])
-            won = statements.decide_pending(
-                suspension.pk, now, *who, *values, fields["modified_args"]
-            )
-        else:
-            won = (
-                Suspension.objects.filter(pk=suspension.pk, status=S.PENDING)
-                .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-                .update(decided_by=user, decided_by_name=who[1], decided_at=now, **fields)
-            )
+        won = statements.decide_pending(suspension.pk, now, user, fields)
         if not won:
             current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
             if current.status == S.PENDING:

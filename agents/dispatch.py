@@ -37,7 +37,7 @@ def send(task: Any, *args: Any) -> None:
     try:
         # No queue declared at each send (Celery's default): a task goes to its queue by name
         # (the default exchange), which needs no binding, and kombu's check of its cache of
-        # declared queues copied the queue each time, a fifth of daphne's publish
+        # declared queues copied the queue each time, a large part of the publish
         # (bench/README.md). The workers declare their queues as they start.
         task.apply_async(args, declare=[])
     except Exception:

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 from uuid import UUID
 
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.dispatch import Signal
@@ -15,7 +15,7 @@ from django.dispatch import Signal
 from agents import chain
 from agents.models import Event
 from agents.wire import socket_message
-from infra import pubsub
+from infra import aio, pubsub, transactions
 from infra.compiled import insert
 
 EVENTS_GROUP = "events"
@@ -66,8 +66,9 @@ def record_many(events: list[Event]) -> list[Event]:
 
 
 def _insert(written: list[Event]) -> None:
-    """Event.objects.bulk_create(written), in batches of INSERT_BATCH rows: the ORM built the
-    same statement at every step, a tenth of a worker's CPU (bench/README.md)."""
+    """Event.objects.bulk_create(written), in batches of INSERT_BATCH rows, by a statement
+    written once (infra.compiled.insert): the ORM built the same statement again at every step
+    (bench/README.md)."""
     for start in range(0, len(written), INSERT_BATCH):
         insert(written[start : start + INSERT_BATCH])
 
@@ -79,7 +80,7 @@ INSERT_BATCH = 500
 def _transaction() -> Any:
     """The caller's transaction, or one of its own when there is none: the chain's lock and
     the rows it guards must commit together."""
-    if transaction.get_connection().in_atomic_block:
+    if transactions.in_transaction():
         return contextlib.nullcontext()
     return transaction.atomic()
 
@@ -105,13 +106,11 @@ class _Wake:
 
 def _pending_wake() -> "_Wake | None":
     """The wake-up already scheduled at the current transaction's level, if any."""
-    connection = transaction.get_connection()
-    level = set(connection.savepoint_ids)
     return next(
         (
             func
-            for sids, func, _ in reversed(connection.run_on_commit)
-            if isinstance(func, _Wake) and sids == level
+            for func, at_this_level in transactions.scheduled()
+            if isinstance(func, _Wake) and at_this_level
         ),
         None,
     )
@@ -170,12 +169,12 @@ def broadcast(message: dict[str, Any]) -> None:
         # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (infra.pubsub).
         sender.group_send(EVENTS_GROUP, message)
         return
-    if getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid():
+    if aio.in_server_thread():
         # A server thread (daphne): the server's own loop sends it.
         async_to_sync(layer.group_send)(EVENTS_GROUP, message)
         return
     # A worker or beat: async_to_sync would start a thread, a loop and a Redis connection for
-    # every wake-up; one loop per process, kept, costs a fifth of that.
+    # every wake-up; one loop per process, kept, costs much less (bench/README.md).
     future = asyncio.run_coroutine_threadsafe(layer.group_send(EVENTS_GROUP, message), _loop())
     future.result(timeout=10)
 

@@ -16,6 +16,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from agents import statements
 from agents.models import StackFrame, Thread
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,13 @@ def claim_lane(frame_id: int | str, owner: str, until: datetime, now: datetime) 
             runnable_since=now,
             requeues=0,
         )
+    )
+
+
+def renew_lane(frame_id: int | str, owner: str, until: datetime) -> int:
+    """Extend an agent instance's lease held by `owner`; 0 when it is no longer held."""
+    return StackFrame.objects.filter(pk=frame_id, lease_owner=owner, status=ACTIVE).update(
+        lease_expires_at=until
     )
 
 
@@ -88,17 +96,12 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         renewed = False
+        renew = renew_lane if self.lane else statements.renew_lease
         try:
             while not self.stopped.wait(self.interval):
                 renewed = True
                 try:
-                    if self.lane:
-                        rows = StackFrame.objects.filter(status=ACTIVE)
-                    else:
-                        rows = Thread.objects.filter(status=Thread.Status.RUNNING)
-                    held = rows.filter(pk=self.thread_id, lease_owner=self.owner).update(
-                        lease_expires_at=self.lease_end()
-                    )
+                    held = renew(self.thread_id, self.owner, self.lease_end())
                 except DatabaseError:
                     # The database is away: the next beat tries again; if the lease runs out
                     # meanwhile, the checkpoint after the step notices.

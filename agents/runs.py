@@ -335,7 +335,7 @@ class Run(Checkpoints, SuspendSteps, InstanceSteps, StackSteps, Hooks):
                 # The thread's last event goes after the frame's own, in the same statement;
                 # the frame's final status in the same update as its messages.
                 self._buffer(event_type, ended)
-                self._save(frame, extra=("status", "result"))
+                self._save(frame, ended=True)
             if frame is None or self.row.depth > 0:
                 # A failure ends the frames below the top too: the thread has no stack left.
                 self.thread.frames.filter(status=ACTIVE).update(

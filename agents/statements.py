@@ -1,8 +1,10 @@
 """The statements every step and every decision makes, compiled once per process.
 
 Each sits behind a function named for what it does (claim_lease, active_stack, mark_resumed,
-...), so the engine and the decisions call the function and never see infra.compiled. The
-sentinels are values no real row has.
+...), so the engine, the decisions and the API call the function and never see
+infra.compiled; one code path per statement (where a rarer case needs a statement of another
+shape, the function chooses, as decide_pending does). The sentinels are values no real row
+has.
 """
 
 import functools
@@ -10,7 +12,9 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.db import DatabaseError
 from django.db.models import Exists, Q
+from django.utils import timezone
 
 from agents.models import AgentDefinition, StackFrame, Suspension, Thread
 from infra.compiled import Compiled, CompiledUpdate, fields
@@ -181,14 +185,19 @@ def end_step(
     return _END.run(thread_id, owner, status, result, error, now)
 
 
-def save_frame(frame_id: int, *values: Any) -> int:
-    """A frame's checkpoint: its messages, iteration, tokens, tools used and updated_at."""
-    return _SAVE_FRAME.run(frame_id, *values)
-
-
-def save_ended_frame(frame_id: int, *values: Any) -> int:
-    """save_frame with the frame's final status and result."""
-    return _SAVE_ENDED_FRAME.run(frame_id, *values)
+def save_frame(row: StackFrame, ended: bool = False) -> None:
+    """row.save(update_fields=[...]) of a frame's checkpoint: its messages, iteration, tokens,
+    tools used and updated_at (set now, as auto_now would), and its status and result when
+    the frame `ended`."""
+    row.updated_at = timezone.now()
+    values: tuple[Any, ...] = (row.messages, row.iteration, row.input_tokens)
+    values += (row.output_tokens, row.tools_used, row.updated_at)
+    if ended:
+        n = _SAVE_ENDED_FRAME.run(row.pk, *values, row.status, row.result)
+    else:
+        n = _SAVE_FRAME.run(row.pk, *values)
+    if not n:
+        raise DatabaseError("Save with update_fields did not affect any rows.")
 
 
 def raised(frame_id: int, tool_use_ids: list[str]) -> dict[str, str]:
@@ -239,6 +248,7 @@ _LOCK_SUSPENSION = Compiled(
 
 
 # A pending suspension, before its deadline, approved or rejected by a person (decide).
+_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
 _DECIDE = CompiledUpdate(
     lambda pk, now, by, name, status, approved, reason, args: (
         Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
@@ -255,7 +265,7 @@ _DECIDE = CompiledUpdate(
         },
     ),
     uuid.UUID(int=1),
-    datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC),
+    _AT,
     -7331,
     "(decided by)",
     "(status)",
@@ -267,7 +277,7 @@ _DECIDE = CompiledUpdate(
 
 # Thread.objects.filter(pk=thread, status=SUSPENDED), with none of the group pending and the
 # frame on the main stack (no lane), made runnable: compiled once, as the ORM rebuilt its two
-# subqueries at every decision, a fifth of the decision POST's CPU (bench/README.md).
+# subqueries at every decision (bench/README.md).
 _RESUME_MAIN_STACK = CompiledUpdate(
     lambda thread, group, frame, now: (
         Thread.objects.filter(pk=thread, status=Thread.Status.SUSPENDED)
@@ -293,21 +303,74 @@ def lock_suspension(suspension_id: uuid.UUID) -> Suspension | None:
 
 
 def decide_pending(
-    suspension_id: uuid.UUID,
-    now: datetime,
-    by: int,
-    name: str,
-    status: str,
-    approved: bool,
-    reason: str,
-    modified_args: Any,
+    suspension_id: uuid.UUID, now: datetime, user: Any, columns: dict[str, Any]
 ) -> int:
-    """A person's approval or rejection of a pending suspension before its deadline; 1 when
-    this call decided it."""
-    return _DECIDE.run(suspension_id, now, by, name, status, approved, reason, modified_args)
+    """A person's decision of a pending suspension before its deadline: `columns` is what it
+    sets (status, approved, reason and modified_args for an approval or a rejection; status,
+    approved and response for an answer). 1 when this call decided it."""
+    by, name = getattr(user, "pk", None), getattr(user, "username", "")
+    if columns.keys() == _DECIDED_FIELDS and by is not None:
+        # An approval or a rejection by a person's account: compiled once.
+        values = (columns["status"], columns["approved"], columns["reason"])
+        return _DECIDE.run(suspension_id, now, by, name, *values, columns["modified_args"])
+    # An answer, or a decision with no account behind it: a statement of another shape.
+    return (
+        Suspension.objects.filter(pk=suspension_id, status=S.PENDING)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .update(decided_by=user, decided_by_name=name, decided_at=now, **columns)
+    )
 
 
 def resume_main_stack(thread_id: uuid.UUID, group: uuid.UUID, frame_id: int, now: datetime) -> int:
     """A suspended thread runs again when none of the group waits and the frame is on its
     main stack; 1 when it was made runnable."""
     return _RESUME_MAIN_STACK.run(thread_id, group, frame_id, now)
+
+
+# What the API reads of an agent and of a suspension at every start and every decision.
+_AGENT_NAMED = Compiled(
+    lambda name: AgentDefinition.objects.filter(name=name).values_list(*fields(AgentDefinition)),
+    "(agent name)",
+)
+# What agents.versions compares a suspension with at every decision: only these columns.
+_AGENT_NOW = Compiled(
+    lambda name: (
+        AgentDefinition.objects.filter(name=name)
+        .order_by()
+        .values_list("pk", "version", "tool_overrides")[:1]
+    ),
+    "(agent name)",
+)
+_SUSPENSION = Compiled(
+    lambda pk: Suspension.objects.filter(pk=pk).values_list(*fields(Suspension)).order_by()[:1],
+    uuid.UUID(int=1),
+)
+_SUSPENSION_OF_THREAD = Compiled(
+    lambda pk, thread: (
+        Suspension.objects.filter(pk=pk, thread_id=thread)
+        .values_list(*fields(Suspension))
+        .order_by()[:1]
+    ),
+    uuid.UUID(int=1),
+    uuid.UUID(int=2),
+)
+
+
+def agent_named(name: str) -> AgentDefinition | None:
+    """The agent of that name."""
+    return next(iter(_AGENT_NAMED.instances(AgentDefinition, name)), None)
+
+
+def agent_now(name: str) -> tuple[Any, int, Any] | None:
+    """The agent's (id, version, tool_overrides) as they are now; None when it is gone."""
+    found = _AGENT_NOW.rows(name)
+    return found[0] if found else None
+
+
+def suspension(suspension_id: Any, thread_id: Any = None) -> Suspension | None:
+    """The suspension, if it is `thread_id`'s (when given)."""
+    if thread_id is None:
+        found = _SUSPENSION.instances(Suspension, suspension_id)
+    else:
+        found = _SUSPENSION_OF_THREAD.instances(Suspension, suspension_id, thread_id)
+    return found[0] if found else None

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from agents import events
 from agents.models import LiveText
+from infra import transactions
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class LiveWriter:
     def _alone(self, work: Callable[[], Any]) -> None:
         """Run `work` in autocommit, or in a savepoint when a caller's transaction is open, so
         that a failure leaves that transaction usable."""
-        if transaction.get_connection().in_atomic_block:
+        if transactions.in_transaction():
             with transaction.atomic():
                 work()
         else:

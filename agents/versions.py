@@ -20,12 +20,11 @@ from typing import Any
 
 from django.db import transaction
 
-from agents import events
+from agents import events, statements
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, AgentVersion, Event, Suspension
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as default_registry
-from infra.compiled import Compiled
 
 # What an agent does, as versioned: every field a run is built from.
 VERSIONED = (
@@ -160,23 +159,11 @@ def _current_tool(agent: AgentDefinition | None, name: str) -> Tool | None:
         return tool
 
 
-# What version_state needs of the agent, read at every decision: compiled once per process
-# (infra.compiled), and only these columns of the row.
-_AGENT_NOW = Compiled(
-    lambda name: (
-        AgentDefinition.objects.filter(name=name)
-        .order_by()
-        .values_list("pk", "version", "tool_overrides")[:1]
-    ),
-    "agent-name",
-)
-
-
 def version_state(s: Suspension) -> VersionState:
     """How the agent and the tool now compare with when the suspension was made."""
-    found = _AGENT_NOW.rows(s.agent_name)
-    agent = AgentDefinition(pk=found[0][0], tool_overrides=found[0][2]) if found else None
-    current = found[0][1] if found else None
+    found = statements.agent_now(s.agent_name)
+    agent = AgentDefinition(pk=found[0], tool_overrides=found[2]) if found else None
+    current = found[1] if found else None
     tool_changed = False
     if s.tool_digest:
         tool = _current_tool(agent, s.tool_name)

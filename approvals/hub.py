@@ -42,9 +42,9 @@ SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at mos
 # Carried events past a missing id wait this long for the missing id's own wake-up before the
 # table is read. Ids commit out of order under load (one transaction takes id 7, another 8,
 # and 8 commits first), and 7's wake-up comes a few milliseconds later: reading the table at
-# once found nothing past the gap yet, one read per out-of-order commit (6.5 % of daphne's
-# CPU under bench/cycles.py). A missing id that never comes (a rolled-back insert) costs this
-# much delay before the read that settles it.
+# once found nothing past the gap yet, one wasted read per out-of-order commit
+# (bench/README.md). A missing id that never comes (a rolled-back insert) costs this much
+# delay before the read that settles it.
 CARRY_GRACE = 0.05
 
 

@@ -82,8 +82,8 @@ def inbox_order(request: HttpRequest) -> str:
 
 
 # The inbox counts what waits per agent and tool while at most this many wait: counting more
-# would read every pending row on each page load (about 150 ms for 100,000 on PostgreSQL,
-# against the first page's 50 ms), and a reviewer facing thousands filters rather than counts.
+# would read every pending row on each page load, slower than the page it counts for
+# (bench/README.md), and a reviewer facing thousands filters rather than counts.
 COUNTED_LIMIT = 1000
 
 

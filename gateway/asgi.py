@@ -35,9 +35,8 @@ from approvals.routing import websocket_urlpatterns  # noqa: E402
 class _WebRequest(http_protocol.WebRequest):
     """daphne's request, without Twisted parsing a POSTed form or multipart body into `args`,
     which daphne never reads (it hands the body to the application as it came, and Django
-    parses it again). Twisted parsed each POST's Content-Type with the `email` package: 2.5 %
-    of daphne's CPU under bench/cycles.py (bench/README.md, eighth round), and a multipart
-    upload whole, in memory, twice."""
+    parses it again). Twisted parsed each POST's Content-Type with the `email` package, a cost
+    on every POST (bench/README.md), and a multipart upload whole, in memory, twice."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)

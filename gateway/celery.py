@@ -11,7 +11,7 @@ app = Celery("gateway")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Celery's Django fixup closes every connection before and after each task and, in a prefork
 # child, the whole connection pool with them: each task then opened a new PostgreSQL
-# connection (a server process forked, authentication), a large share of a cycle's CPU
+# connection (a server process forked, authentication), costlier than the task itself
 # (bench/README.md). It does that only every CELERY_DB_REUSE_MAX tasks; made effectively
 # never here, and `give_back` below returns the connections to the pool after each task
 # instead, dropping the ones that broke (as Django does at the end of a request).

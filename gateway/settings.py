@@ -201,7 +201,7 @@ if DATABASE_URL:
         DATABASES["default"]["ENGINE"] = "infra.postgresql"
         # Values sent apart from the SQL, and a statement a connection runs again prepared on
         # the server: PostgreSQL then parses and plans it once per connection, not at every
-        # run, which took a third of its CPU per approval cycle off (bench/README.md). Django
+        # run, a large part of its CPU per approval cycle (bench/README.md). Django
         # turns both off by default for transaction-mode poolers such as PgBouncer before
         # 1.21, which cannot keep a prepared statement: DATABASE_PREPARE_THRESHOLD= (empty)
         # turns preparing off there.
@@ -315,10 +315,9 @@ REDIS_URL = envstr("REDIS_URL")
 if REDIS_URL:
     # channels_redis's pub/sub layer: a group_send is one PUBLISH, where the core layer runs a
     # Lua script over a sorted set of members and each receive pops a list with a backup copy.
-    # Every committed event sends one wake-up, so this is on the hot path: a full cycle took
-    # 19 % less CPU and ran 25 % more cycles a second with it (bench/README.md). Nothing here
-    # needs the core layer's buffering: a wake-up that finds no listener is covered by the
-    # hubs' safety polls either way.
+    # Every committed event sends one wake-up, so this is on the hot path (bench/README.md).
+    # Nothing here needs the core layer's buffering: a wake-up that finds no listener is
+    # covered by the hubs' safety polls either way.
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
@@ -365,7 +364,7 @@ CELERY_TASK_IGNORE_RESULT = True
 # No result backend is set, so Celery's is the stateless DisabledBackend; this says it may be
 # shared between threads. Without it Celery keeps one per thread and builds it again (scanning
 # the installed packages' entry points) in each new thread: a request's thread in daphne
-# paid that on every task it sent (1.4 % of daphne's CPU under bench/cycles.py).
+# paid that on every task it sent (bench/README.md).
 CELERY_RESULT_BACKEND_THREAD_SAFE = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -373,10 +372,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # How a worker runs its tasks. `solo` (the default): one at a time, in the process that takes
 # them from the broker; `manage.py serve` then starts one run worker per step at once
 # (WORKER_CONCURRENCY). Against one prefork worker with as many children, that spares the
-# parent passing each message to a child over a pipe and back: about 4 % more approval
-# cycles per second, in interleaved runs (bench/README.md, eighth round). `threads` runs them in
-# threads of one process (less CPU per task, but its one GIL leaves the machine idle under
-# load: seventh round); `prefork` in forked children of one worker.
+# parent passing each message to a child over a pipe and back, and runs more approval cycles
+# per second (bench/README.md). `threads` runs them in threads of one process (less CPU per
+# task, but its one GIL leaves the machine idle under load); `prefork` in forked children of
+# one worker.
 CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
 # Each kind of task's soft and hard time limits, in seconds. Celery applies them under the
 # prefork pool only (a soft limit raises SoftTimeLimitExceeded in the task, a hard one ends

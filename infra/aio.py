@@ -4,10 +4,11 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import close_old_connections
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,16 @@ async def wait_event(event: asyncio.Event, seconds: float | None) -> None:
 
 
 def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
-    """`func` run in a worker thread, its database connection given back after, as
-    channels.db.database_sync_to_async does, but not in the one thread all such calls share:
-    a stream's poll, or the events hub's read, must not wait behind another request's
-    transaction or another socket's call."""
+    """`func` as a coroutine function run in a worker thread, its database connection given
+    back after, but not in the one thread that thread-sensitive calls share: a stream's poll,
+    or the events hub's read, must not wait behind another request's transaction or another
+    socket's call.
+
+    What channels' database_sync_to_async(func, thread_sensitive=False) does, but for one
+    thing: channels' test communicator replaces the close_old_connections that channels calls
+    with a no-op while a test talks to a socket (channels.testing.ApplicationCommunicator), so
+    the hub's and the presence board's reads, in threads of their own, kept their connections
+    and PostgreSQL's pool ran dry in the socket tests. This calls Django's directly."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
         close_old_connections()
@@ -43,6 +50,15 @@ def blocking(func: Callable[..., Any]) -> Callable[..., Any]:
             close_old_connections()
 
     return sync_to_async(call, thread_sensitive=False)
+
+
+def in_server_thread() -> bool:
+    """Whether this thread runs a sync_to_async call for an event loop of this process (a
+    request or socket thread of daphne), so that async_to_sync hands a coroutine to that loop
+    rather than start a loop of its own. asgiref records it only in a thread-local of its
+    SyncToAsync (`main_event_loop_pid`, set in the thread that runs the call); a forked child
+    inherits the parent's record, hence the pid."""
+    return getattr(SyncToAsync.threadlocal, "main_event_loop_pid", None) == os.getpid()
 
 
 def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:

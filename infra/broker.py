@@ -102,8 +102,8 @@ class RedisChannel(kombu_redis.Channel):
 
     kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each message it
     publishes and each one it acknowledges (`conn_or_acquire`), and a new client copies some
-    two hundred response callbacks: a fifth of a prefork worker's consumer CPU and of daphne's
-    task publish (bench/README.md). A client is only a handle on the channel's connection pool,
+    two hundred response callbacks, a large part of a worker's consumer and of daphne's task
+    publish (bench/README.md). A client is only a handle on the channel's connection pool,
     which redis-py makes safe to share; it is built again whenever kombu replaces the pool (it
     drops it when the connection is lost, and after a fork). kombu has no setting for this.
     """

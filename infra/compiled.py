@@ -1,9 +1,10 @@
 """Querysets compiled to SQL once per process, then run with other values.
 
 Django compiles a queryset to SQL each time it runs: the select list, the joins, the ordering,
-every column quoted anew. Under bench/cycles.py that compilation is a fifth of daphne's CPU
-(bench/README.md), and the statements every API request makes (the bearer token's row, the
-caller's permissions) compile to the same SQL each time but for their values. `Compiled`
+every column quoted anew. On the hot path that compilation costs more than running the
+statement (bench/README.md), and the statements every API request and step makes (the bearer
+token's row, the caller's permissions, the stack of frames) compile to the same SQL each time
+but for their values. `Compiled`
 builds such a queryset once per database, with sentinel values standing for the ones that
 change, keeps the SQL the ORM made and where each sentinel went in its parameters, and runs it
 again with the real values, converting the columns as the ORM would.
@@ -253,3 +254,9 @@ def _as_uuid(value: Any) -> uuid.UUID:
 def fields(model: type[Model]) -> list[str]:
     """Every column of `model`, in the order `Model.from_db` takes them."""
     return [f.attname for f in model._meta.concrete_fields]
+
+
+def sql_of(queryset: QuerySet[Any, Any]) -> tuple[str, tuple[Any, ...]]:
+    """The SQL and parameters the ORM writes for `queryset` on the default database, to embed
+    in a statement the ORM cannot build (a subquery counted with its own LIMIT)."""
+    return queryset.query.sql_with_params()

@@ -36,7 +36,7 @@ def _quiet(conn: Any) -> bool:
 def checker(pool: ConnectionPool) -> Callable[[Any], None]:
     """The check of a connection the pool hands out. psycopg_pool's own sends an empty query
     and waits for the answer, a round trip to PostgreSQL at every request and every step
-    (bench/README.md, eighth round); a quiet socket (`_quiet`) is checked without one, and
+    (bench/README.md); a quiet socket (`_quiet`) is checked without one, and
     anything else as psycopg_pool does. When one is dead, the server went away: every idle
     connection is checked at once and the dead ones replaced, instead of one sleep of the
     pool's check loop for each of them."""

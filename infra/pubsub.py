@@ -1,13 +1,13 @@
 """A group message of channels_redis's pub/sub layer, sent from synchronous code.
 
 channels_redis sends only from a running event loop: a worker handed each wake-up to a loop
-thread of its own, and daphne's request threads hopped to the server's loop and waited for
-it. Under bench/cycles.py that cost a tenth of a worker's CPU and a twentieth of daphne's
-(bench/README.md). For that layer, a group message is one Redis PUBLISH of the serialized
-message on the group's channel, `<prefix>__group__<group>`, on the host the name hashes to
-(`RedisPubSubLoopLayer.group_send`); `SyncGroupSender` sends that PUBLISH with redis-py's
-synchronous client, one per process and host. tests/test_pubsub.py checks that the layer's
-own receivers get what it sends, so a change in channels_redis's naming fails there.
+thread of its own, and daphne's request threads hopped to the server's loop and waited for it,
+on every commit that records events (bench/README.md). For that layer, a group message is one
+Redis PUBLISH of the serialized message on the group's channel, `<prefix>__group__<group>`, on
+the host the name hashes to (`RedisPubSubLoopLayer.group_send`); `SyncGroupSender` sends that
+PUBLISH with redis-py's synchronous client, one per process and host. tests/test_pubsub.py
+checks that the layer's own receivers get what it sends, and tests/test_tripwires.py the
+private names it uses, so a change in channels_redis's naming fails there.
 """
 
 import os

@@ -41,6 +41,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from agents.models import Event, StackFrame, Suspension, Thread
+from infra import transactions
 from metrics.requests import MESSAGE, OUTCOMES, REPLY, replies, waits
 from webhooks.models import Attempt, Delivery
 
@@ -59,7 +60,7 @@ def snapshot() -> Iterator[None]:
     """One consistent read of the database for a whole scrape, where the database offers it
     cheaply. SQLite reads without a transaction: the gateway's SQLite transactions take the
     write lock up front (gateway.settings), and a scrape must never hold up a writer."""
-    if connection.vendor != "postgresql" or connection.in_atomic_block:
+    if connection.vendor != "postgresql" or transactions.in_transaction():
         yield
         return
     with transaction.atomic():

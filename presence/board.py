@@ -33,6 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from agents.models import Suspension
+from infra import transactions
 from infra.aio import blocking, detached_task, follow_group, wait_event
 from presence import actions
 from presence.models import Claim, Viewer
@@ -110,7 +111,7 @@ def read_state(suspensions: list[str]) -> dict[str, Card]:
     # view still there. PostgreSQL gives each statement of a READ COMMITTED transaction a
     # snapshot of its own, so the transaction asks for one snapshot (unless the caller's own
     # transaction has begun, as in a test case's); SQLite's read transaction is one already.
-    begins = not connection.in_atomic_block
+    begins = not transactions.in_transaction()
     with transaction.atomic():
         if begins and connection.vendor == "postgresql":
             with connection.cursor() as cursor:

@@ -42,8 +42,8 @@ NUDGE_DELAY = 0.1
 _nudge_due = 0.0
 _nudge_lock = threading.Lock()
 # Whether anything can receive deliveries is read at most once per RECEIVERS_TTL per process:
-# a busy worker commits many times a second, and each nudge asked PostgreSQL again (4 % of a
-# worker's CPU under bench/cycles.py). A receiver added meanwhile misses at most that long of
+# a busy worker commits many times a second, and each nudge asked PostgreSQL again
+# (bench/README.md). A receiver added meanwhile misses at most that long of
 # nudges; beat's sweep, every WEBHOOKS_SWEEP_INTERVAL_SECONDS, fans its events out anyway.
 RECEIVERS_TTL = 1.0
 _receivers: tuple[float, bool] | None = None  # (when read, answer)

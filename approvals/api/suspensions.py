@@ -8,7 +8,7 @@ from django.http import HttpRequest, JsonResponse
 from access import scopes
 from access.auth import api
 from access.models import Scope
-from agents import policy, versions
+from agents import policy, statements, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from approvals import schemas as shapes
@@ -16,7 +16,6 @@ from approvals.api.paging import keyset_page
 from approvals.api.threads import SEE_OTHERS
 from approvals.http import BadRequest, bad_request, not_found, parse_uuid
 from approvals.openapi import operation
-from infra.compiled import Compiled, fields
 
 # A decider sees what waits for a decision; a runs-only token, its own runs' suspensions.
 SEE_SUSPENSIONS = (Scope.READ, Scope.DECIDE, Scope.RUNS)
@@ -64,31 +63,11 @@ def suspensions(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"results": [_for_viewer(s, viewer) for s in page], "next": next_url})
 
 
-# Compiled once per process (infra.compiled): the decision POST reads it every time.
-_SUSPENSION = Compiled(
-    lambda pk: Suspension.objects.filter(pk=pk).values_list(*fields(Suspension)).order_by()[:1],
-    uuid.UUID(int=1),
-)
-_SUSPENSION_OF_THREAD = Compiled(
-    lambda pk, thread: (
-        Suspension.objects.filter(pk=pk, thread_id=thread)
-        .values_list(*fields(Suspension))
-        .order_by()[:1]
-    ),
-    uuid.UUID(int=1),
-    uuid.UUID(int=2),
-)
-
-
 def suspension_or_none(suspension_id: str, thread_id: uuid.UUID | None = None) -> Suspension | None:
     pk = parse_uuid(suspension_id)
     if pk is None:
         return None
-    if thread_id is None:
-        found = _SUSPENSION.instances(Suspension, pk)
-    else:
-        found = _SUSPENSION_OF_THREAD.instances(Suspension, pk, thread_id)
-    return found[0] if found else None
+    return statements.suspension(pk, thread_id)
 
 
 @operation("GET", "One suspension", responses={200: shapes.SuspensionWithViewer})

@@ -8,8 +8,8 @@ from django.http import HttpRequest, JsonResponse
 from access import admission, ratelimits, scopes
 from access.auth import api
 from access.models import Scope
-from agents import cancelling, starting
-from agents.models import AgentDefinition, Thread
+from agents import cancelling, starting, statements
+from agents.models import Thread
 from approvals import schemas as shapes
 from approvals.api.bodies import StartRun
 from approvals.api.paging import keyset_page
@@ -17,7 +17,6 @@ from approvals.api.payloads import thread_payload, waiting_for_person
 from approvals.contract import parse
 from approvals.http import BadRequest, bad_request, error, json_body, not_found, parse_uuid
 from approvals.openapi import operation
-from infra.compiled import Compiled, fields
 
 
 def thread_or_404(thread_id: str) -> Thread | None:
@@ -70,7 +69,7 @@ def threads(request: HttpRequest) -> JsonResponse:
     if not request.user.has_perm("agents.add_thread"):
         return error(403, "forbidden", "You do not have permission to start runs.")
     # The agent is looked up once, while the body is checked (StartRun names an unknown one).
-    agent_named = functools.cache(_agent_named)
+    agent_named = functools.cache(statements.agent_named)
     try:
         body = parse(StartRun, json_body(request), agent_named=agent_named)
     except BadRequest as e:
@@ -82,17 +81,6 @@ def threads(request: HttpRequest) -> JsonResponse:
     except ratelimits.Limited as e:
         return ratelimits.too_many(e)
     return JsonResponse(thread_payload(thread), status=201)
-
-
-# The agent a run starts, read at every start: compiled once per process (infra.compiled).
-_AGENT = Compiled(
-    lambda name: AgentDefinition.objects.filter(name=name).values_list(*fields(AgentDefinition)),
-    "(agent name)",
-)
-
-
-def _agent_named(name: str) -> AgentDefinition | None:
-    return next(iter(_AGENT.instances(AgentDefinition, name)), None)
 
 
 def _thread_list(request: HttpRequest) -> JsonResponse:

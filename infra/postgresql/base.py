@@ -21,8 +21,8 @@ _AS_JSON_DOES = (
 
 def dumps(value: Any) -> bytes | str:
     """A JSONField value's text for PostgreSQL, by orjson: a run's frame (its whole conversation)
-    is written at every step, and json.dumps was a twentieth of a worker's CPU under
-    bench/cycles.py (bench/README.md, eighth round). What orjson does not take as json.dumps
+    is written at every step, and json.dumps was a visible part of a worker's CPU
+    (bench/README.md). What orjson does not take as json.dumps
     would (keys that are not strings, integers beyond 64 bits, the types above) goes to
     json.dumps, so those encode, or fail, as they did."""
     try:

@@ -94,7 +94,7 @@ class Command(BaseCommand):
         if settings.CELERY_WORKER_POOL == "solo":
             # One step at a time per worker process, as many processes as steps: no parent
             # passing each message to a child over a pipe, and no GIL shared between steps
-            # (bench/README.md, eighth round). Each needs a node name of its own.
+            # (bench/README.md). Each needs a node name of its own.
             workers = {
                 f"worker{i + 1}" if steps > 1 else "worker": [
                     *run_worker,
