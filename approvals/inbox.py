@@ -4,9 +4,10 @@ from collections import Counter
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Max
+from django.db.models import F, Max, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
 from access.permissions import require
 from agents import policy
@@ -14,6 +15,7 @@ from agents.cursor import page_cursor
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
 from approvals.cards import card, me
+from approvals.fragments import group_sizes
 
 # The inbox's first page.
 INBOX_LIMIT = 100
@@ -103,13 +105,9 @@ def pending_counts() -> dict[str, dict[str, int]] | None:
     }
 
 
-@login_required
-def inbox(request: HttpRequest) -> HttpResponse:
-    require(request, "agents.view_suspension")
-    # Both are read before the state, so the state holds at least what they cover.
-    cursor = page_cursor()
-    rendered = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
-    # Ignored ones stay pending until their deadline, off the inbox (agents.decisions.ignore).
+def pending_rows(request: HttpRequest) -> tuple[QuerySet[Suspension], dict[str, str]]:
+    """What waits for a decision under the reader's filters (`?agent=`, `?tool=`, `?kind=`).
+    Ignored ones stay pending until their deadline, off the inbox (agents.decisions.ignore)."""
     rows = Suspension.objects.filter(status=Suspension.Status.PENDING, ignored_at__isnull=True)
     filters = {}
     for key, column in INBOX_FILTERS:
@@ -117,21 +115,42 @@ def inbox(request: HttpRequest) -> HttpResponse:
         if value:
             rows = rows.filter(**{column: value})
             filters[key] = value
-    order = inbox_order(request)
-    page = list(rows.order_by(*INBOX_ORDERS[order])[:INBOX_LIMIT])
-    count = len(page) if len(page) < INBOX_LIMIT else rows.count()
-    replies = waiting_replies(filters)
-    viewer = policy.Viewer.of(request.user)
-    cards = [card(s, viewer) for s in page]
-    sizes = Counter(c["group"] for c in cards)
-    for c in cards:
-        c["group_size"] = sizes[c["group"]]
+    return rows, filters
+
+
+def filter_options() -> dict[str, Any]:
+    """The agents and tools the filters offer, each with how many of its requests wait (None
+    for each while too many wait to count them), and those counts for the page's script."""
     counts = pending_counts()
     known = counts or {"agents": {}, "tools": {}}
     agents = sorted(
         set(AgentDefinition.objects.values_list("name", flat=True)) | known["agents"].keys()
     )
     tools = sorted(set(tool_registry.tools) | known["tools"].keys())
+    return {
+        "agents": [(a, known["agents"].get(a, 0) if counts else None) for a in agents],
+        "tools": [(t, known["tools"].get(t, 0) if counts else None) for t in tools],
+        "counts": counts,
+    }
+
+
+@login_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    require(request, "agents.view_suspension")
+    # Both are read before the state, so the state holds at least what they cover.
+    cursor = page_cursor()
+    rendered = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+    rows, filters = pending_rows(request)
+    order = inbox_order(request)
+    page = list(rows.order_by(*INBOX_ORDERS[order])[:INBOX_LIMIT])
+    count = len(page) if len(page) < INBOX_LIMIT else rows.count()
+    replies = waiting_replies(filters)
+    viewer = policy.Viewer.of(request.user)
+    cards = [card(s, viewer) for s in page]
+    sizes = group_sizes({c["group"] for c in cards})
+    for c in cards:
+        c["group_size"] = sizes.get(c["group"], 0)
+    options = filter_options()
     return render(
         request,
         "approvals/inbox.html",
@@ -145,8 +164,8 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "active_filters": len(filters),
             "order": order,
             "orders": INBOX_ORDER_LABELS,
-            "agents": [(a, known["agents"].get(a, 0) if counts else None) for a in agents],
-            "tools": [(t, known["tools"].get(t, 0) if counts else None) for t in tools],
+            "agents": options["agents"],
+            "tools": options["tools"],
             "kinds": Suspension.Kind.values,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "nav": "inbox",
@@ -155,7 +174,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
                 "rendered": rendered,
                 "filters": filters,
                 "order": order,
-                "counts": counts,
+                "counts": options["counts"],
                 # The sort keys of the cards drawn (static/js/inbox.js places live ones by them).
                 "created": {c["id"]: c["created_at"] for c in cards},
                 "schemas": {c["id"]: c["schema"] for c in cards},
@@ -163,3 +182,22 @@ def inbox(request: HttpRequest) -> HttpResponse:
             },
         },
     )
+
+
+@require_GET
+@login_required
+def counts_fragment(request: HttpRequest) -> HttpResponse:
+    """The inbox's counts under the reader's filters: how many wait (approvals and replies),
+    and per agent and tool in the filters' options; the page swaps them in by id."""
+    require(request, "agents.view_suspension")
+    rows, filters = pending_rows(request)
+    options = filter_options()
+    context = {
+        "count": rows.count() + len(waiting_replies(filters)),
+        "filters": filters,
+        "agents": options["agents"],
+        "tools": options["tools"],
+    }
+    response = render(request, "approvals/_inbox_counts.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
