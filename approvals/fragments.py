@@ -7,20 +7,26 @@ permission, and it shows only what the page would show that reader, escaped and 
 same templates and template tags (approvals.excerpt).
 """
 
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
 
 from access.permissions import require
-from agents import policy
+from agents import policy, presentation
 from agents.models import Event, Suspension, Thread
+from approvals.api.decisions import parse_decision
+from approvals.api.payloads import WAITING, thread_instances, thread_usage
 from approvals.cards import card
-from approvals.http import parse_uuid
-from approvals.transcript import FINISHED, HIDDEN, thread_state, transcript_entry
+from approvals.http import BadRequest, bad_request, json_body, parse_uuid
+from approvals.templatetags.cards import diff_rows
+from approvals.transcript import FINISHED, HIDDEN, seconds, thread_state, transcript_entry
 
 # The most transcript lines one answer carries; the page asks again from the last one.
 ENTRIES_LIMIT = 200
@@ -53,17 +59,20 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @login_required
 def card_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
     """One suspension's card as the reader sees it (who may decide it and why not, the
-    arguments a quorum votes on); `?in=inbox` adds how many calls of its group wait, as the
-    inbox shows it."""
+    arguments a quorum votes on). `?in=inbox`: as the inbox shows it, with how many calls of
+    its group wait, or, once it is off the inbox, the line that says what happened to it."""
     require(request, "agents.view_suspension")
     pk = parse_uuid(suspension_id)
     s = Suspension.objects.filter(pk=pk).first() if pk else None
     if s is None:
         raise Http404
     c = card(s, policy.Viewer.of(request.user))
-    if request.GET.get("in") == "inbox":
-        c["group_size"] = group_sizes({c["group"]}).get(c["group"], 0)
     context = {"c": c, "can_decide": request.user.has_perm("agents.decide_suspension")}
+    if request.GET.get("in") == "inbox":
+        if not s.pending or s.ignored_at:
+            # Off the inbox: the line that says what happened takes the card's place.
+            return _no_store(render(request, "approvals/_gone.html", context))
+        c["group_size"] = group_sizes({c["group"]}).get(c["group"], 0)
     return _no_store(render(request, "approvals/_card.html", context))
 
 
@@ -114,6 +123,63 @@ def entries_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
     return _no_store(render(request, "approvals/_entries.html", context))
 
 
+def _number(n: int) -> str:
+    return f"{n or 0:,}"
+
+
+def batch_context(thread: Thread) -> dict[str, Any]:
+    """The batch panel's lines (each instance, its state, duration, tokens and tools) and the
+    thread's token usage, as the thread page shows them."""
+    now = timezone.now()
+    instances = []
+    for i in thread_instances(thread):
+        started = datetime.fromisoformat(i["started_at"])
+        ms = i["duration_ms"]
+        tokens = (i["input_tokens"] or 0) + (i["output_tokens"] or 0)
+        instances.append(
+            {
+                **i,
+                "key": "waiting" if i["status"] == WAITING else i["status"],
+                "fallback": f"instance {i['id']}",
+                "duration": seconds(ms)
+                if ms is not None
+                else f"{max(0, int((now - started).total_seconds()))} s",
+                "tokens": _number(tokens) if tokens else "",
+            }
+        )
+    u = thread_usage(thread)
+    total = (u["input_tokens"] or 0) + (u["output_tokens"] or 0)
+    agents = [
+        {
+            "name": name,
+            "input_text": _number(a["input_tokens"]),
+            "output_text": _number(a["output_tokens"]),
+            "total_text": _number((a["input_tokens"] or 0) + (a["output_tokens"] or 0)),
+        }
+        for name, a in sorted(u["by_agent"].items())
+    ]
+    usage = {
+        "total": total,
+        "total_text": _number(total),
+        "input_text": _number(u["input_tokens"]),
+        "output_text": _number(u["output_tokens"]),
+        "agents": agents,
+    }
+    return {"instances": instances, "usage": usage}
+
+
+@require_GET
+@login_required
+def batch_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """The thread page's batch panel and token usage as they stand."""
+    require(request, "agents.view_thread")
+    pk = parse_uuid(thread_id)
+    thread = Thread.objects.filter(pk=pk).first() if pk else None
+    if thread is None:
+        raise Http404
+    return _no_store(render(request, "approvals/_batch_state.html", batch_context(thread)))
+
+
 @require_GET
 @login_required
 def thread_head_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
@@ -126,3 +192,66 @@ def thread_head_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
     status, frames = thread_state(list(thread.events.order_by("id")), thread)
     context: dict[str, Any] = {"status": status, "frames": frames, "finished": status in FINISHED}
     return _no_store(render(request, "approvals/_thread_state.html", context))
+
+
+# What a card's "Recent history" shows of its thread: the conversation, most recent last.
+HISTORY_TYPES = (
+    Event.Type.THREAD_STARTED,
+    Event.Type.USER_MESSAGE,
+    Event.Type.AGENT_MESSAGE,
+    Event.Type.TOOL_CALLED,
+    Event.Type.TOOL_RESULT,
+    Event.Type.SUSPENSION_DECIDED,
+)
+HISTORY_SHOWN = 8
+
+
+@require_GET
+@login_required
+def history_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """The last lines of a thread's conversation, for a card's "Recent history"."""
+    require(request, "agents.view_thread")
+    pk = parse_uuid(thread_id)
+    thread = Thread.objects.filter(pk=pk).first() if pk else None
+    if thread is None:
+        raise Http404
+    rows = thread.events.filter(type__in=HISTORY_TYPES).order_by("-id")[:HISTORY_SHOWN]
+    context = {"events": [transcript_entry(e) for e in reversed(rows)]}
+    return _no_store(render(request, "approvals/_history.html", context))
+
+
+@require_POST
+@login_required
+def review_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
+    """A reviewer's edit of a pending call, checked as resumeExecution checks it (the tool's
+    schema as it was when the call was made; 400 with `fields` in the API's words) and, when it
+    fits, what it changes: {changed, html} with the before/after the card shows. Nothing is
+    decided or recorded."""
+    require(request, "agents.view_suspension")
+    require(request, "agents.decide_suspension")
+    pk = parse_uuid(suspension_id)
+    s = Suspension.objects.filter(pk=pk).first() if pk else None
+    if s is None:
+        raise Http404
+    try:
+        body = json_body(request)
+        edited = parse_decision(s, {"approved": True, "modifiedArgs": body.get("modifiedArgs")})
+    except BadRequest as e:
+        return bad_request(e)
+    after = edited["modifiedArgs"]
+    before = policy.proposal(s)
+    c = {**card(s, policy.Viewer.of(request.user)), "input": before}
+    c["decision"] = {"modifiedArgs": after}
+    rows = diff_rows(c)
+    changed = sum(1 for row in rows if row["changed"])
+    template = (c.get("presentation") or {}).get("summary_template") or ""
+    if not changed:
+        said = "Nothing changed: use Approve, or edit a field."
+    elif template:
+        said = f"{presentation.fill(template, before)}  →  {presentation.fill(template, after)}"
+    else:
+        said = f"{changed} field{'' if changed == 1 else 's'} change{'s' if changed == 1 else ''}."
+    html = render_to_string(
+        "approvals/_edit_review.html", {"rows": rows, "said": said}, request=request
+    )
+    return JsonResponse({"changed": changed, "html": html}, headers={"Cache-Control": "no-store"})

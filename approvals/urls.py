@@ -16,9 +16,23 @@ urlpatterns = [
         name="fragment_card",
     ),
     path(
+        "fragments/suspensions/<str:suspension_id>/review",
+        fragments.review_fragment,
+        name="fragment_review",
+    ),
+    path(
         "fragments/threads/<str:thread_id>/entries",
         fragments.entries_fragment,
         name="fragment_entries",
+    ),
+    path("fragments/threads/<str:thread_id>/reply", inbox.reply_fragment, name="fragment_reply"),
+    path(
+        "fragments/threads/<str:thread_id>/history",
+        fragments.history_fragment,
+        name="fragment_history",
+    ),
+    path(
+        "fragments/threads/<str:thread_id>/batch", fragments.batch_fragment, name="fragment_batch"
     ),
     path(
         "fragments/threads/<str:thread_id>/state",

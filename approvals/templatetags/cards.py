@@ -1,8 +1,8 @@
-"""What a card shows of a call's arguments: a table of fields, and the before/after of an edit.
-
-static/js/cards.js `showFields` and `diffTable` build the same rows for the cards the page makes
-from events. Values are text (the template escapes them, invariant 6), and excerpts
-(approvals.excerpt): each at most the value limit, a card's fields at most the card limit in all.
+"""What a card shows: a table of its call's arguments, the before/after of an edit, its title
+and what happened to it. The server is the cards' only renderer (the pages ask it for a card
+again when an event concerns one, approvals.fragments). Values are text (the template escapes
+them, invariant 6), and excerpts (approvals.excerpt): each at most the value limit, a card's
+fields at most the card limit in all.
 """
 
 import json
@@ -41,7 +41,7 @@ def _order(schema: dict[str, Any], *values: Any) -> list[str]:
 def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     """The arguments a card shows (while pending, the edit a quorum votes on), one row each."""
     if not c:
-        return []  # the empty skeleton static/js/cards.js fills
+        return []  # the skeleton the lazy boxes are copied from
     edited = (c.get("policy") or {}).get("edited_args")
     args = edited if edited is not None else c.get("input")
     if not isinstance(args, dict):
@@ -93,3 +93,47 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+@register.filter
+def outcome(c: dict[str, Any]) -> str:
+    """What happened to a card's request, in a line: "approved by alice (arguments edited)",
+    "timed out: rejected automatically at the deadline"; a dismissed one, by whom."""
+    if not c:
+        return ""
+    d = c.get("decision")
+    if not d:
+        ignored = c.get("ignored")
+        if ignored:
+            by = ignored.get("by") or "someone"
+            return f"dismissed by {by}; still pending until its deadline"
+        return ""
+    status = str(d.get("status") or "")
+    text = "answered instead of deciding" if status == "responded" else status.replace("_", " ")
+    if d.get("decided_by"):
+        text += f" by {d['decided_by']}"
+    if d.get("response") not in (None, ""):
+        text += f": {d['response']}"
+    elif d.get("reason"):
+        text += f": {d['reason']}"
+    if d.get("modifiedArgs"):
+        text += " (arguments edited)"
+    return text
+
+
+@register.filter
+def summary(c: dict[str, Any]) -> str:
+    """The card's title: what the call does, filled with the arguments that ran (an edit's,
+    once decided), else the tool's name."""
+    if not c:
+        return ""
+    shown = c.get("presentation") or {}
+    if c.get("status") != "pending" and shown.get("edited_summary"):
+        return str(shown["edited_summary"])
+    return str(shown.get("summary") or c.get("tool") or "")
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A value as JSON text for a data- attribute (the template escapes it)."""
+    return json.dumps(value if value is not None else {}, ensure_ascii=False)

@@ -2,6 +2,7 @@
 for them when an event concerns them, so each is checked as its page is (a login, the page's
 permission), shows what the page shows that reader, escaped and bounded by the same templates."""
 
+import json
 import re
 from typing import Any
 
@@ -9,7 +10,7 @@ import pytest
 from django.test import Client
 
 from agents import decisions
-from agents.models import Event, Suspension
+from agents.models import Event, Suspension, Thread
 from tests.approvals.test_display_limits import HUGE, MB, pending_cards
 from tests.approvals.test_inbox_page import AGENTS as INBOX_AGENTS
 from tests.approvals.test_inbox_page import run_until_paused
@@ -44,6 +45,9 @@ class FragmentsTestCase:
             f"/fragments/suspensions/{s.id}/card",
             f"/fragments/threads/{thread.id}/entries?after=0",
             f"/fragments/threads/{thread.id}/state",
+            f"/fragments/threads/{thread.id}/batch",
+            f"/fragments/threads/{thread.id}/history",
+            f"/fragments/threads/{thread.id}/reply",
             "/fragments/inbox/counts",
         ]
 
@@ -175,3 +179,89 @@ class FragmentsTestCase:
         html = self.client.get("/fragments/inbox/counts?agent=pair").content.decode()
         assert '<span class="count" id="pending-count">2</span>' in html
         assert 'value="pair" data-count="2" selected' in html
+
+    def test_a_thread_waiting_for_a_reply_is_its_reply_card_until_answered(self) -> None:
+        thread = start("chatty", self.users["reviewer"])
+        assert thread.status == "waiting_input"
+        html = self.client.get(f"/fragments/threads/{thread.id}/reply").content.decode()
+        assert f'id="r-{thread.id}"' in html and "Which colour?" in html
+        # Under filters that leave it out, and once it waits no more: nothing.
+        assert self.client.get(f"/fragments/threads/{thread.id}/reply?tool=x").content == b""
+        Thread.objects.filter(pk=thread.pk).update(status="running")
+        assert self.client.get(f"/fragments/threads/{thread.id}/reply").content == b""
+
+    def test_the_recent_history_is_the_threads_last_lines(self) -> None:
+        thread = start("boss", self.users["reviewer"], "Pay <b>them</b>")
+        html = self.client.get(f"/fragments/threads/{thread.id}/history").content.decode()
+        assert "calls use_skill" in html and "calls transfer_funds" in html
+        assert "Pay &lt;b&gt;them&lt;/b&gt;" in html and "<b>them" not in html
+        assert html.count("<li") <= 8
+
+    def test_the_batch_panel_is_hidden_without_instances(self) -> None:
+        thread = start("boss", self.users["reviewer"])
+        html = self.client.get(f"/fragments/threads/{thread.id}/batch").content.decode()
+        assert 'id="batch" aria-labelledby="batch-title" hidden' in html
+        assert 'id="usage"' in html
+
+
+class ReviewTestCase:
+    """An edit is checked by the server only: the page posts it, the server answers with the
+    field errors in a reviewer's words, or with what the edit changes; nothing is decided."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any) -> None:
+        load_agents(INBOX_AGENTS)
+        self.users = users
+        self.client = Client()
+        self.client.force_login(users["reviewer"])
+        thread = run_until_paused("payer", users["reviewer"])
+        self.s = Suspension.objects.get(thread=thread)
+        self.url = f"/fragments/suspensions/{self.s.id}/review"
+
+    def review(self, args: Any, client: Client | None = None) -> Any:
+        body = json.dumps({"modifiedArgs": args})
+        return (client or self.client).post(self.url, body, content_type="application/json")
+
+    def test_it_needs_a_reviewer(self) -> None:
+        assert Client().post(self.url).status_code == 302
+        for who in ("outsider", "operator"):
+            other = Client()
+            other.force_login(self.users[who])
+            assert self.review({}, other).status_code == 403
+        assert self.client.get(self.url).status_code == 405
+
+    def test_refused_fields_are_in_a_reviewers_words(self) -> None:
+        events = Event.objects.count()
+        r = self.review({"from_account": "", "to_account": "B", "amount": -5, "memo": 1})
+        assert r.status_code == 400
+        assert r.json()["fields"] == {
+            "modifiedArgs.from_account": "must not be empty",
+            "modifiedArgs.amount": "must be greater than 0",
+            "modifiedArgs.memo": "is not a field of this tool",
+        }
+        r = self.review({"to_account": "B", "amount": "lots"})
+        assert r.json()["fields"] == {
+            "modifiedArgs.from_account": "is required",
+            "modifiedArgs.amount": "must be a number",
+        }
+        assert list(self.review([1]).json()["fields"]) == ["modifiedArgs"]
+        assert Event.objects.count() == events
+        self.s.refresh_from_db()
+        assert self.s.status == "pending" and self.s.modified_args is None
+
+    def test_a_fitting_edit_shows_what_it_changes_escaped(self) -> None:
+        args = {**self.s.tool_input, "amount": 150, "to_account": "<i>B-9</i>"}
+        r = self.review(args)
+        assert r.status_code == 200 and r["Cache-Control"] == "no-store"
+        body = r.json()
+        assert body["changed"] == 2
+        html = body["html"]
+        assert re.findall(r'<tr class="changed"><th scope="row">(\w+)</th>', html) == [
+            "to_account",
+            "amount",
+        ]
+        assert "&lt;i&gt;B-9&lt;/i&gt;" in html and "<i>B-9" not in html
+        same = self.review(self.s.tool_input).json()
+        assert same["changed"] == 0 and "Nothing changed" in same["html"]
+        self.s.refresh_from_db()
+        assert self.s.status == "pending" and self.s.modified_args is None
