@@ -12,20 +12,17 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from access.permissions import require
-from agents import policy, presentation
+from agents import policy
 from agents.models import Event, Suspension, Thread
-from approvals.api.decisions import parse_decision
 from approvals.api.payloads import WAITING, thread_instances, thread_usage
 from approvals.cards import card
-from approvals.http import BadRequest, bad_request, json_body, parse_uuid
-from approvals.templatetags.cards import diff_rows
+from approvals.http import parse_uuid
 from approvals.transcript import FINISHED, HIDDEN, seconds, thread_state, transcript_entry
 
 # The most transcript lines one answer carries; the page asks again from the last one.
@@ -218,40 +215,3 @@ def history_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
     rows = thread.events.filter(type__in=HISTORY_TYPES).order_by("-id")[:HISTORY_SHOWN]
     context = {"events": [transcript_entry(e) for e in reversed(rows)]}
     return _no_store(render(request, "approvals/_history.html", context))
-
-
-@require_POST
-@login_required
-def review_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
-    """A reviewer's edit of a pending call, checked as resumeExecution checks it (the tool's
-    schema as it was when the call was made; 400 with `fields` in the API's words) and, when it
-    fits, what it changes: {changed, html} with the before/after the card shows. Nothing is
-    decided or recorded."""
-    require(request, "agents.view_suspension")
-    require(request, "agents.decide_suspension")
-    pk = parse_uuid(suspension_id)
-    s = Suspension.objects.filter(pk=pk).first() if pk else None
-    if s is None:
-        raise Http404
-    try:
-        body = json_body(request)
-        edited = parse_decision(s, {"approved": True, "modifiedArgs": body.get("modifiedArgs")})
-    except BadRequest as e:
-        return bad_request(e)
-    after = edited["modifiedArgs"]
-    before = policy.proposal(s)
-    c = {**card(s, policy.Viewer.of(request.user)), "input": before}
-    c["decision"] = {"modifiedArgs": after}
-    rows = diff_rows(c)
-    changed = sum(1 for row in rows if row["changed"])
-    template = (c.get("presentation") or {}).get("summary_template") or ""
-    if not changed:
-        said = "Nothing changed: use Approve, or edit a field."
-    elif template:
-        said = f"{presentation.fill(template, before)}  →  {presentation.fill(template, after)}"
-    else:
-        said = f"{changed} field{'' if changed == 1 else 's'} change{'s' if changed == 1 else ''}."
-    html = render_to_string(
-        "approvals/_edit_review.html", {"rows": rows, "said": said}, request=request
-    )
-    return JsonResponse({"changed": changed, "html": html}, headers={"Cache-Control": "no-store"})

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import audit, fragments, inbox, views
+from approvals import audit, edits, fragments, inbox, views
 
 urlpatterns = [
     path("", inbox.inbox, name="inbox"),
@@ -17,8 +17,13 @@ urlpatterns = [
     ),
     path(
         "fragments/suspensions/<str:suspension_id>/review",
-        fragments.review_fragment,
+        edits.review_fragment,
         name="fragment_review",
+    ),
+    path(
+        "fragments/suspensions/<str:suspension_id>/form",
+        edits.form_fragment,
+        name="fragment_form",
     ),
     path(
         "fragments/threads/<str:thread_id>/entries",

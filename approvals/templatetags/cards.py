@@ -24,7 +24,7 @@ def value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _order(schema: dict[str, Any], *values: Any) -> list[str]:
+def field_order(schema: dict[str, Any], *values: Any) -> list[str]:
     """The required fields in the schema's order, then its other fields, then any others the
     values have, each by name. The required list keeps its order in every database; the keys
     of an object do not (PostgreSQL's jsonb sorts them), so the rest are sorted."""
@@ -51,7 +51,7 @@ def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     url = excerpt.suspension_url(c.get("id"))
     budget = excerpt.card_limit()
     rows = []
-    for name in _order(schema, args):
+    for name in field_order(schema, args):
         if name not in args:
             continue
         shown = excerpt.cut(value_text(args[name]), min(excerpt.value_limit(), budget), url)
@@ -80,7 +80,7 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     missing = object()
     url = excerpt.suspension_url(c.get("id"))
     rows = []
-    for name in _order(c.get("schema") or {}, before, edited):
+    for name in field_order(c.get("schema") or {}, before, edited):
         old, new = before.get(name, missing), edited.get(name, missing)
         if old is missing and new is missing:
             continue
@@ -131,9 +131,3 @@ def summary(c: dict[str, Any]) -> str:
     if c.get("status") != "pending" and shown.get("edited_summary"):
         return str(shown["edited_summary"])
     return str(shown.get("summary") or c.get("tool") or "")
-
-
-@register.filter
-def as_json(value: Any) -> str:
-    """A value as JSON text for a data- attribute (the template escapes it)."""
-    return json.dumps(value if value is not None else {}, ensure_ascii=False)

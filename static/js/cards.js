@@ -7,7 +7,6 @@
 
   var live = window.GatewayLive;
   var fill = window.GatewayText.fill;
-  var schemas = {};  // suspension id -> its tool's input schema, read from data-schema
   var template = document.getElementById("card-template");
   var inInbox = document.body.classList.contains("inbox-page");
 
@@ -90,7 +89,7 @@
     }
     showDeadline(fresh);
     tick(fresh);
-    guardApprove(fresh);
+    edits().guard(fresh);
     if (was === "pending" && fresh.dataset.status !== "pending") {
       fresh.dispatchEvent(new CustomEvent("gateway:decided", { bubbles: true }));
     } else if (!ignoredBefore && fresh.classList.contains("ignored")) {
@@ -138,22 +137,19 @@
 
   /* The server's words for what it refused, each beside the field it names. */
   function fieldErrors(card, list, errors) {
-    var ul = list || card.querySelector(".field-errors");
-    var form = ul.closest(".edit-box") && ul.closest(".edit-box").querySelector(".schema-form");
-    var left = form && !form.hidden ? window.GatewaySchema.showFormErrors(form, errors) : errors;
-    ul.replaceChildren();
-    Object.keys(left).forEach(function (path) {
-      var li = document.createElement("li");
-      fill(li, (path ? path + ": " : "") + left[path]);
-      ul.appendChild(li);
-    });
+    edits().showErrors(card, list || card.querySelector(".field-errors"), errors);
+  }
+
+  /* static/js/edit.js: the edit box (loaded after this file). */
+  function edits() {
+    return window.GatewayEdit || { pending: function () { return false; }, guard: function () {}, showErrors: function () {} };
   }
 
   function busy(card, on) {
     card.setAttribute("aria-busy", on ? "true" : "false");
     if (card.dataset.status !== "pending") return;
     card.querySelectorAll("button").forEach(function (b) { b.disabled = on; });
-    if (!on) guardApprove(card);
+    if (!on) edits().guard(card);
   }
 
   function path(card, what) {
@@ -237,8 +233,6 @@
       var box = source.cloneNode(true);
       if (lazy[2] === "before") anchor.before(box);
       else anchor.appendChild(box);
-      var editor = box.querySelector("textarea[name=args]");
-      if (editor) editor.value = card.dataset.args ? window.GatewayText.escapeJson(pretty(original(card))) : "";
     });
   }
 
@@ -250,210 +244,6 @@
       var first = box.querySelector("input:not([type=checkbox]), textarea, select, .schema-form input, .schema-form select");
       if (first && !first.closest("[hidden]")) first.focus();
     }
-  }
-
-  /* Editing ---------------------------------------------------------------------------- */
-  /* A form generated from the tool's schema (or its JSON, for complex schemas), a before/after
-     diff reviewed before "Approve edited", and the plain Approve off while an edit is pending,
-     so the wrong arguments cannot be approved by accident. */
-
-  function pretty(value) {
-    return JSON.stringify(value, null, 2);
-  }
-
-  /* The arguments the card shows, as data (the .args text has control markers in it). */
-  function original(card) {
-    try {
-      return JSON.parse(card.dataset.args);
-    } catch (e) {
-      return null;
-    }
-  }
-
-  function jsonMode(card) {
-    return !card.querySelector(".json-editor").hidden;
-  }
-
-  /* The edit as it stands: {value, errors}; errors keyed by field path ("" for the whole). */
-  function currentEdit(card) {
-    var box = card.querySelector(".edit-box");
-    if (jsonMode(card)) {
-      var value;
-      try {
-        value = JSON.parse(box.querySelector("textarea[name=args]").value);
-      } catch (e) {
-        return { value: null, errors: { "": "This is not valid JSON: " + e.message } };
-      }
-      if (value === null || typeof value !== "object" || Array.isArray(value)) {
-        return { value: null, errors: { "": "The arguments must be a JSON object." } };
-      }
-      return { value: value, errors: {} };
-    }
-    return window.GatewaySchema.readForm(box.querySelector(".schema-form"));
-  }
-
-  function canonical(value) {
-    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
-    if (value && typeof value === "object") {
-      return "{" + Object.keys(value).sort().map(function (k) {
-        return JSON.stringify(k) + ":" + canonical(value[k]);
-      }).join(",") + "}";
-    }
-    return JSON.stringify(value);
-  }
-
-  /* Is an edit pending (the editor differs from the arguments shown)? Approve waits for it. */
-  function editPending(card) {
-    var box = card.querySelector(".edit-box");
-    if (!box || box.hidden) return false;
-    var edit = currentEdit(card);
-    return edit.value === null || Object.keys(edit.errors).length > 0 ||
-      canonical(edit.value) !== canonical(original(card));
-  }
-
-  function guardApprove(card) {
-    var pending = card.dataset.status === "pending" && editPending(card);
-    card.classList.toggle("editing", pending);
-    var approve = card.querySelector("[data-action=approve]");
-    if (approve && card.getAttribute("aria-busy") !== "true") approve.disabled = pending || card.dataset.status !== "pending";
-    var note = card.querySelector(".pending-edit");
-    if (note) note.hidden = !pending;
-  }
-
-  /* Any change after a review hides "Approve edited" again: the diff shown is what is sent. */
-  function unreview(card) {
-    var box = card.querySelector(".edit-box");
-    box.querySelector(".edit-diff").hidden = true;
-    box.querySelector("[data-action=approve-edited]").hidden = true;
-    box.querySelector("[data-action=review-edit]").hidden = false;
-    delete card.dataset.reviewed;
-  }
-
-  function schemaOf(card) {
-    if (!schemas[card.dataset.id]) {
-      try {
-        schemas[card.dataset.id] = JSON.parse(card.dataset.schema || "{}");
-      } catch (e) {
-        schemas[card.dataset.id] = {};
-      }
-    }
-    return schemas[card.dataset.id];
-  }
-
-  function openEdit(card, button) {
-    var size = Number(card.dataset.argsSize);
-    if (size) {
-      // The page holds only an excerpt of these arguments: an edit made from it would send the
-      // cut text as the new arguments.
-      notice(card, "These arguments are " + size.toLocaleString("en-US") + " bytes, more than a " +
-        "card shows, so they cannot be edited on this page. Approve or reject them, or send " +
-        "modifiedArgs through the API (POST /api/threads/…/resume).");
-      return;
-    }
-    var box = card.querySelector(".edit-box");
-    if (!box.dataset.built) {
-      var schema = schemaOf(card);
-      window.GatewaySchema.buildForm(box.querySelector(".schema-form"), schema, original(card) || {}, "f-" + card.dataset.id);
-      box.dataset.built = "true";
-      // JSON mode for a schema the form cannot show well, and for arguments holding invisible
-      // or direction-changing characters: the JSON shows them escaped, a form field would
-      // apply them (static/js/text.js).
-      var args = JSON.stringify(original(card) || {});
-      var controls = window.GatewayText.escapeJson(args) !== args;
-      setMode(card, window.GatewaySchema.complex(schema) || controls ? "json" : "form");
-    }
-    toggle(card, button, ".edit-box");
-    guardApprove(card);
-  }
-
-  function setMode(card, mode) {
-    var box = card.querySelector(".edit-box");
-    var form = box.querySelector(".schema-form");
-    var editor = box.querySelector("textarea[name=args]");
-    var toJson = mode === "json";
-    if (toJson === jsonMode(card) && box.dataset.mode) return;
-    // Carry the edit across: the form's value into the JSON, or the JSON into a new form.
-    if (box.dataset.mode) {
-      var edit = currentEdit(card);
-      if (edit.value === null && !toJson) {
-        fieldErrors(card, box.querySelector(".field-errors"), edit.errors);
-        return;  // the JSON must parse before the form can show it
-      }
-      if (toJson && edit.value !== null) editor.value = window.GatewayText.escapeJson(pretty(edit.value));
-      if (!toJson) window.GatewaySchema.buildForm(form, schemaOf(card), edit.value, "f-" + card.dataset.id);
-    }
-    box.dataset.mode = mode;
-    form.hidden = toJson;
-    box.querySelector(".json-editor").hidden = !toJson;
-    box.querySelector("[data-action=mode-form]").setAttribute("aria-pressed", String(!toJson));
-    box.querySelector("[data-action=mode-json]").setAttribute("aria-pressed", String(toJson));
-    unreview(card);
-    guardApprove(card);
-  }
-
-  function discardEdit(card) {
-    var box = card.querySelector(".edit-box");
-    var args = original(card) || {};
-    box.querySelector("textarea[name=args]").value = window.GatewayText.escapeJson(pretty(args));
-    window.GatewaySchema.buildForm(box.querySelector(".schema-form"), schemaOf(card), args, "f-" + card.dataset.id);
-    fieldErrors(card, box.querySelector(".field-errors"), {});
-    unreview(card);
-    box.hidden = true;
-    card.querySelector("[data-action=edit]").setAttribute("aria-expanded", "false");
-    guardApprove(card);
-  }
-
-  /* Review an edit: the server checks it against the tool's schema and renders what changes
-     (POST /fragments/suspensions/<id>/review); its refusals are shown beside each field. */
-  function reviewEdit(card) {
-    var box = card.querySelector(".edit-box");
-    var list = box.querySelector(".field-errors");
-    var edit = currentEdit(card);
-    if (edit.value === null || Object.keys(edit.errors).length) {
-      fieldErrors(card, list, edit.errors);
-      unreview(card);
-      return;
-    }
-    var value = edit.value;
-    live.post("/fragments/suspensions/" + encodeURIComponent(card.dataset.id) + "/review",
-              { modifiedArgs: value }).then(function (r) {
-      if (r.status === 400 && r.body.fields) {
-        var errors = {};
-        Object.keys(r.body.fields).forEach(function (key) {
-          errors[key.replace(/^modifiedArgs\.?/, "")] = r.body.fields[key];
-        });
-        fieldErrors(card, list, errors);
-        notice(card, r.body.detail || "");
-        unreview(card);
-        var bad = box.querySelector("[aria-invalid=true]");
-        if (bad) bad.focus();
-        return;
-      }
-      if (r.status !== 200) {
-        notice(card, (r.body && r.body.detail) || "The server answered " + r.status + ". Try again.");
-        return;
-      }
-      fieldErrors(card, list, {});
-      notice(card, "");
-      var diff = box.querySelector(".edit-diff");
-      diff.replaceChildren(parse(r.body.html));
-      diff.hidden = false;
-      box.querySelector("[data-action=approve-edited]").hidden = !r.body.changed;
-      box.querySelector("[data-action=review-edit]").hidden = Boolean(r.body.changed);
-      card.dataset.reviewed = canonical(value);
-      if (r.body.changed) box.querySelector("[data-action=approve-edited]").focus();
-    }, function () {
-      notice(card, "The server could not be reached. Check the connection and try again.");
-    });
-  }
-
-  function approveEdited(card) {
-    var edit = currentEdit(card);
-    if (edit.value === null || card.dataset.reviewed !== canonical(edit.value)) {
-      reviewEdit(card);  // changed since the review: show the diff again first
-      return;
-    }
-    send(card, { approved: true, modifiedArgs: edit.value }, card.querySelector(".edit-box .field-errors"));
   }
 
   /* The thread's recent history, on demand, as the server renders it. */
@@ -491,7 +281,7 @@
     current = card;
     boxes(card);
     if (action === "approve") {
-      if (editPending(card)) return;  // the button is off meanwhile; a stale click does nothing
+      if (edits().pending(card)) return;  // the button is off meanwhile; a stale click does nothing
       send(card, { approved: true });
     } else if (action === "reject") {
       toggle(card, button, ".reject-box");
@@ -501,16 +291,6 @@
       reason.focus();
     } else if (action === "confirm-reject") {
       send(card, { approved: false, reason: card.querySelector("input[name=reason]").value.trim() });
-    } else if (action === "edit") {
-      openEdit(card, button);
-    } else if (action === "mode-form" || action === "mode-json") {
-      setMode(card, action === "mode-json" ? "json" : "form");
-    } else if (action === "review-edit") {
-      reviewEdit(card);
-    } else if (action === "approve-edited") {
-      approveEdited(card);
-    } else if (action === "discard-edit") {
-      discardEdit(card);
     } else if (action === "respond") {
       toggle(card, button, ".respond-box");
     } else if (action === "confirm-respond") {
@@ -527,17 +307,6 @@
       send(card, { response: part.querySelector("textarea").value }, part.querySelector(".field-errors"));
     }
   });
-
-  /* Typing in the editor keeps Approve off and the review current. */
-  function edited(event) {
-    var box = event.target.closest && event.target.closest(".edit-box");
-    if (!box) return;
-    var card = box.closest(".card");
-    if (card.dataset.reviewed !== undefined) unreview(card);
-    guardApprove(card);
-  }
-  document.addEventListener("input", edited);
-  document.addEventListener("change", edited);
 
   /* Keyboard shortcuts on desktop (listed on each card): a approve, r reject, e edit,
      s respond, i ignore, h history, on the card last clicked or focused, else the first
@@ -618,6 +387,10 @@
   window.GatewayCards = {
     byId: byId,
     refresh: refresh,
+    send: send,
+    notice: notice,
+    toggle: toggle,
+    boxes: boxes,
     /* `handler(card)` for each card asked for that is not on the page yet. */
     onArrival: function (handler) { arrivals.push(handler); },
     /* New cards came with their own clocks to set. */

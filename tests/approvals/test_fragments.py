@@ -265,3 +265,29 @@ class ReviewTestCase:
         assert same["changed"] == 0 and "Nothing changed" in same["html"]
         self.s.refresh_from_db()
         assert self.s.status == "pending" and self.s.modified_args is None
+
+    def test_the_edit_form_is_rendered_from_the_schema_escaped(self) -> None:
+        url = f"/fragments/suspensions/{self.s.id}/form"
+        for who in ("outsider", "operator"):
+            other = Client()
+            other.force_login(self.users[who])
+            assert other.get(url).status_code == 403
+        r = self.client.get(url)
+        assert r.status_code == 200 and r["Cache-Control"] == "no-store"
+        html = r.content.decode()
+        assert 'data-prefer="form"' in html
+        assert f'<input type="number" id="f-{self.s.id}-amount" name="field-amount"' in html
+        assert re.search(r'data-field="amount" data-kind="number" data-required="true"', html)
+        options = re.findall(r'<option value="[^"]*"[^>]*>([^<]*)</option>', html)
+        assert options[:1] == ["(not set)"] and "EUR" in options
+        # The agent's value goes in as text (invariant 6).
+        assert 'value="&lt;script&gt;alert(1)&lt;/script&gt;"' in html and "<script>" not in html
+        # An edit from the JSON editor, as a form: its own fields too; one whose text holds a
+        # direction-changing character is better edited as JSON.
+        edit = {**self.s.tool_input, "amount": 5, "note": "hi"}
+        body = self.client.post(url, json.dumps({"modifiedArgs": edit}), "application/json")
+        assert 'name="field-note"' in body.json()["html"] and 'value="5"' in body.json()["html"]
+        edit["to_account"] = "B\u202e2"
+        body = self.client.post(url, json.dumps({"modifiedArgs": edit}), "application/json")
+        assert 'data-prefer="json"' in body.json()["html"]
+        assert self.client.post(url, "[1]", "application/json").status_code == 400
