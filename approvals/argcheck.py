@@ -9,6 +9,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from approvals.templatetags.cards import field_order
+
 
 def _number(value: Any) -> str:
     return json.dumps(value)
@@ -51,7 +53,8 @@ def _words(error: ValidationError) -> str:
 
 
 def field_errors(schema: dict[str, Any], args: Any) -> dict[str, str]:
-    """Each field's error, keyed by its path ("" for the arguments as a whole)."""
+    """Each field's error, keyed by its path ("" for the arguments as a whole), in the card's
+    field order."""
     if not isinstance(args, dict):
         return {"": "must be a JSON object"}
     errors: dict[str, str] = {}
@@ -74,4 +77,11 @@ def field_errors(schema: dict[str, Any], args: Any) -> dict[str, str]:
                 )
         else:
             errors.setdefault(path, _words(error))
-    return errors
+    # In the order the card shows the fields (the schema's order would depend on the database:
+    # PostgreSQL's jsonb sorts an object's keys), the arguments as a whole first.
+    order = {name: i for i, name in enumerate(field_order(schema, args))}
+
+    def place(path: str) -> int:
+        return -1 if not path else order.get(path.split(".")[0], len(order))
+
+    return {path: errors[path] for path in sorted(errors, key=place)}

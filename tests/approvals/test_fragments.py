@@ -291,3 +291,12 @@ class ReviewTestCase:
         body = self.client.post(url, json.dumps({"modifiedArgs": edit}), "application/json")
         assert 'data-prefer="json"' in body.json()["html"]
         assert self.client.post(url, "[1]", "application/json").status_code == 400
+
+    def test_refused_fields_come_in_the_cards_order_on_every_database(self) -> None:
+        # The schema's keys come back sorted from PostgreSQL's jsonb: the order is the card's.
+        r = self.review({"from_account": "A", "to_account": "", "amount": -5, "memo": 1})
+        assert list(r.json()["fields"]) == [
+            "modifiedArgs.to_account",
+            "modifiedArgs.amount",
+            "modifiedArgs.memo",
+        ]
