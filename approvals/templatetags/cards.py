@@ -5,6 +5,7 @@ them, invariant 6), and excerpts (approvals.excerpt): each at most the value lim
 fields at most the card limit in all.
 """
 
+import hashlib
 import json
 from typing import Any
 
@@ -131,3 +132,19 @@ def summary(c: dict[str, Any]) -> str:
     if c.get("status") != "pending" and shown.get("edited_summary"):
         return str(shown["edited_summary"])
     return str(shown.get("summary") or c.get("tool") or "")
+
+
+@register.filter
+def words(status: Any) -> str:
+    """A status as a badge says it: "timed_out" → "timed out"."""
+    return str(status or "").replace("_", " ")
+
+
+@register.filter
+def fingerprint(c: dict[str, Any]) -> str:
+    """A short digest of everything a card shows: the page swaps in a card it asked for again
+    only when this differs, so an event replayed after a reconnect moves nothing on screen."""
+    if not c:
+        return ""
+    text = json.dumps(c, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -46,7 +46,9 @@
     var focused = old.contains(document.activeElement) ? document.activeElement : null;
     CARRIED.forEach(function (part) {
       var mine = old.querySelector(part[0]);
-      if (!mine || (mine.hidden && !mine.dataset.built)) return;
+      // A lazy box exists once the reviewer opened it (it may be loading its form): kept
+      // whole; a part every card has, while it is open.
+      if (!mine || (mine.hidden && !part[1])) return;
       var theirs = fresh.querySelector(part[0]);
       if (theirs) theirs.replaceWith(mine);
       else if (part[1] && fresh.querySelector(part[1])) {
@@ -67,8 +69,10 @@
     return focused;
   }
 
-  /* Put the fresh card where the old one is. */
+  /* Put the fresh card where the old one is (unless it shows nothing new: a replayed event). */
   function swap(old, fresh) {
+    if (fresh.dataset.fingerprint && fresh.dataset.fingerprint === old.dataset.fingerprint &&
+        fresh.classList.contains("card")) return;
     var was = old.dataset.status;
     var ignoredBefore = old.classList.contains("ignored");
     var focused = null;
@@ -98,6 +102,7 @@
   }
 
   var loading = {};  // suspension id -> {done: Promise, again: bool} while a card is asked for
+  var failed = {};   // suspension id -> how many times in a row its card could not be had
   var arrivals = [];  // called with a card that is not on the page yet
 
   /* Ask for suspension `id`'s card and swap it in; a request made while one is on its way
@@ -113,6 +118,14 @@
       var old = byId(id);
       if (fresh && old) swap(old, fresh);
       else if (fresh) arrivals.forEach(function (handler) { handler(fresh); });
+      // Not had (the network, the server): asked for again a little later, so no event's
+      // change is lost; a few times, then the next event asks.
+      var tries = (failed[id] || 0) + 1;
+      if (fresh) delete failed[id];
+      else if (tries <= 5) {
+        failed[id] = tries;
+        setTimeout(function () { refresh(id); }, 500 * Math.pow(2, tries));
+      } else delete failed[id];
     }).then(function () {
       delete loading[id];
       if (busy.again) return refresh(id);

@@ -13,6 +13,12 @@
   var fill = window.GatewayText.fill;
   var escapeJson = window.GatewayText.escapeJson;
 
+  /* The card as it is on the page now: a card swapped in while a request was on its way took
+     the edit box with it (static/js/cards.js `carry`). */
+  function now(card) {
+    return cards.byId(card.dataset.id) || card;
+  }
+
   function pretty(value) {
     return JSON.stringify(value, null, 2);
   }
@@ -160,7 +166,7 @@
     return asked.then(function (html) {
       if (typeof html !== "string") throw new Error("no form");
       var form = swap.parse(html).firstElementChild;
-      var old = card.querySelector(".edit-box .schema-form");
+      var old = now(card).querySelector(".edit-box .schema-form");
       form.hidden = old.hidden;
       old.replaceWith(form);
       return form;
@@ -168,6 +174,7 @@
   }
 
   function setMode(card, mode) {
+    card = now(card);
     var box = card.querySelector(".edit-box");
     var toJson = mode === "json";
     if (toJson === jsonMode(card) && box.dataset.mode) return Promise.resolve();
@@ -184,6 +191,8 @@
       if (!toJson) carried = loadForm(card, edit.value);
     }
     return carried.then(function () {
+      card = now(card);
+      box = card.querySelector(".edit-box");
       box.dataset.mode = mode;
       box.querySelector(".schema-form").hidden = toJson;
       box.querySelector(".json-editor").hidden = !toJson;
@@ -221,7 +230,8 @@
     }, function () {
       return setMode(card, "json");
     }).then(function () {
-      cards.toggle(card, button, ".edit-box");
+      card = now(card);
+      cards.toggle(card, card.querySelector("[data-action=edit]") || button, ".edit-box");
       guard(card);
     });
   }
@@ -258,6 +268,9 @@
     }
     var value = edit.value;
     live.post(url(card, "review"), { modifiedArgs: value }).then(function (r) {
+      card = now(card);
+      box = card.querySelector(".edit-box");
+      list = box.querySelector(".field-errors");
       if (r.status === 400 && r.body.fields) {
         showErrors(card, list, fieldsOf(r.body));
         cards.notice(card, r.body.detail || "");

@@ -103,12 +103,17 @@
     if (finished) dropAllBubbles();
   }
 
+  /* Not had (the network, the server): asked for again a little later. */
+  function later(load) {
+    return function () { setTimeout(load, 2000); };
+  }
+
   var loadState = swap.coalesce(function () {
     return swap.get(base + "state").then(function (html) {
-      if (html === null) return;
+      if (html === null) throw new Error("no state");
       swap.byIds(html);
       applyStatus();
-    });
+    }).catch(later(function () { loadState(); }));
   });
 
   /* The batch panel and usage ----------------------------------------------------------- */
@@ -125,10 +130,10 @@
 
   var loadBatch = swap.coalesce(function () {
     return swap.get(base + "batch").then(function (html) {
-      if (html === null) return;
+      if (html === null) throw new Error("no batch panel");
       swap.byIds(html);
       document.querySelectorAll("#instances li.instance").forEach(showActivity);
-    });
+    }).catch(later(function () { loadBatch(); }));
   }, 1000);
 
   /* A running instance's duration ticks (the server wrote it when it rendered the line). */
