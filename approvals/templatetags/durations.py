@@ -1,4 +1,4 @@
-"""Durations as the cards write them: 1800 → "30 min"."""
+"""Durations as the cards write them: 1800 → "30 min"; static/js/cards.js `duration` mirrors it."""
 
 from typing import Any
 
