@@ -6,8 +6,8 @@ tool_overrides (`summary:`): text with placeholders naming arguments, `{amount}`
 one, `{payee.country}`. Placeholders are replaced by the arguments' values as plain text, and
 nothing else is evaluated: str.format would let a template reach attributes
 (`{amount.__class__}`), so the replacement is a regular expression of names only. The result
-is text, shown with textContent and Django's autoescape like every argument (invariant 6);
-static/js/cards.js `fillSummary` mirrors `fill` for the before/after of an edit.
+is text, shown with Django's autoescape like every argument (invariant 6); the before/after of
+an edit is filled here too (approvals.fragments.review_fragment).
 """
 
 import json

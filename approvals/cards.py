@@ -1,4 +1,5 @@
-"""A suspension's card as the pages draw it, and who is looking (the inbox and thread pages)."""
+"""A suspension's card as the pages draw it (the inbox and thread pages, and the card the pages
+ask for again when an event concerns it, approvals.fragments)."""
 
 import json
 from typing import Any
@@ -27,7 +28,7 @@ def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
         **suspension_payload(s),
         # The arguments whole (the raw JSON view, data-args and the editor) while they fit on a
         # card; bigger ones are shown cut at the value limit, and the card refuses to edit them
-        # (static/js/cards.js), since an edit of a cut text would send the cut text.
+        # (data-args-size), since an edit of a cut text would send the cut text.
         "input_pretty": "" if args.cut else whole,
         "args_shown": excerpt.cut(whole, url=url) if args.cut else args,
         "args_size": excerpt.size(whole) if args.cut else 0,
@@ -35,14 +36,4 @@ def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
         "api_url": url,
         "version": version,
         "you": policy.viewer_payload(s, viewer),
-    }
-
-
-def me(viewer: policy.Viewer) -> dict[str, Any]:
-    """Who is looking, for the cards the page builds from events (static/js/cards.js works
-    out from it whether they may decide, as agents.policy.why_not does)."""
-    return {
-        "username": viewer.username,
-        "groups": sorted(viewer.groups),
-        "may_decide": viewer.may_decide,
     }

@@ -4,21 +4,25 @@ from collections import Counter
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Max
-from django.http import HttpRequest, HttpResponse
+from django.db.models import F, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
 from access.permissions import require
 from agents import policy
 from agents.cursor import page_cursor
-from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.models import AgentDefinition, StackFrame, Suspension, Thread
 from agents.runtime.tools import registry as tool_registry
-from approvals.cards import card, me
+from approvals.cards import card
+from approvals.fragments import group_sizes
+from approvals.http import parse_uuid
 
 # The inbox's first page.
 INBOX_LIMIT = 100
 INBOX_FILTERS = (("agent", "agent_name"), ("tool", "tool_name"), ("kind", "kind"))
-# The inbox's orders (static/js/inbox.js places a card that arrives live by the same keys):
+# The inbox's orders (static/js/inbox.js places a card that arrives live by the same keys, its
+# data-expires and data-created):
 # most urgent first, the earliest deadline first (served by suspension_overdue_idx), those
 # without a deadline last, then oldest first; or by age alone (suspension_pending_idx).
 INBOX_ORDERS = {
@@ -33,17 +37,16 @@ INBOX_ORDER_LABELS = {
 }
 
 
-def waiting_replies(filters: dict[str, str]) -> list[dict[str, Any]]:
+def waiting_replies(filters: dict[str, str], thread: Any = None) -> list[dict[str, Any]]:
     """Threads whose agent asked a question and waits for a person's reply, oldest first: the
     inbox lists them next to the approvals (the same set as GET /api/threads?status=waiting_input
     and A2A's input-required tasks that wait for text)."""
     if filters.get("tool") or filters.get("kind") not in (None, "input"):
         return []
-    threads = list(
-        Thread.objects.filter(status=Thread.Status.WAITING_INPUT).order_by("updated_at")[
-            :INBOX_LIMIT
-        ]
-    )
+    waiting = Thread.objects.filter(status=Thread.Status.WAITING_INPUT)
+    if thread is not None:
+        waiting = waiting.filter(pk=thread)
+    threads = list(waiting.order_by("updated_at")[:INBOX_LIMIT])
     tops: dict[Any, StackFrame] = {}
     frames = StackFrame.objects.filter(
         thread__in=threads, status=StackFrame.Status.ACTIVE, lane__isnull=True
@@ -103,13 +106,9 @@ def pending_counts() -> dict[str, dict[str, int]] | None:
     }
 
 
-@login_required
-def inbox(request: HttpRequest) -> HttpResponse:
-    require(request, "agents.view_suspension")
-    # Both are read before the state, so the state holds at least what they cover.
-    cursor = page_cursor()
-    rendered = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
-    # Ignored ones stay pending until their deadline, off the inbox (agents.decisions.ignore).
+def pending_rows(request: HttpRequest) -> tuple[QuerySet[Suspension], dict[str, str]]:
+    """What waits for a decision under the reader's filters (`?agent=`, `?tool=`, `?kind=`).
+    Ignored ones stay pending until their deadline, off the inbox (agents.decisions.ignore)."""
     rows = Suspension.objects.filter(status=Suspension.Status.PENDING, ignored_at__isnull=True)
     filters = {}
     for key, column in INBOX_FILTERS:
@@ -117,21 +116,40 @@ def inbox(request: HttpRequest) -> HttpResponse:
         if value:
             rows = rows.filter(**{column: value})
             filters[key] = value
-    order = inbox_order(request)
-    page = list(rows.order_by(*INBOX_ORDERS[order])[:INBOX_LIMIT])
-    count = len(page) if len(page) < INBOX_LIMIT else rows.count()
-    replies = waiting_replies(filters)
-    viewer = policy.Viewer.of(request.user)
-    cards = [card(s, viewer) for s in page]
-    sizes = Counter(c["group"] for c in cards)
-    for c in cards:
-        c["group_size"] = sizes[c["group"]]
+    return rows, filters
+
+
+def filter_options() -> dict[str, Any]:
+    """The agents and tools the filters offer, each with how many of its requests wait (None
+    for each while too many wait to count them)."""
     counts = pending_counts()
     known = counts or {"agents": {}, "tools": {}}
     agents = sorted(
         set(AgentDefinition.objects.values_list("name", flat=True)) | known["agents"].keys()
     )
     tools = sorted(set(tool_registry.tools) | known["tools"].keys())
+    return {
+        "agents": [(a, known["agents"].get(a, 0) if counts else None) for a in agents],
+        "tools": [(t, known["tools"].get(t, 0) if counts else None) for t in tools],
+    }
+
+
+@login_required
+def inbox(request: HttpRequest) -> HttpResponse:
+    require(request, "agents.view_suspension")
+    # Read before the state, so the state holds at least what it covers.
+    cursor = page_cursor()
+    rows, filters = pending_rows(request)
+    order = inbox_order(request)
+    page = list(rows.order_by(*INBOX_ORDERS[order])[:INBOX_LIMIT])
+    count = len(page) if len(page) < INBOX_LIMIT else rows.count()
+    replies = waiting_replies(filters)
+    viewer = policy.Viewer.of(request.user)
+    cards = [card(s, viewer) for s in page]
+    sizes = group_sizes({c["group"] for c in cards})
+    for c in cards:
+        c["group_size"] = sizes.get(c["group"], 0)
+    options = filter_options()
     return render(
         request,
         "approvals/inbox.html",
@@ -145,21 +163,54 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "active_filters": len(filters),
             "order": order,
             "orders": INBOX_ORDER_LABELS,
-            "agents": [(a, known["agents"].get(a, 0) if counts else None) for a in agents],
-            "tools": [(t, known["tools"].get(t, 0) if counts else None) for t in tools],
+            "agents": options["agents"],
+            "tools": options["tools"],
             "kinds": Suspension.Kind.values,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "nav": "inbox",
             "live": {
                 "cursor": cursor,
-                "rendered": rendered,
                 "filters": filters,
                 "order": order,
-                "counts": counts,
-                # The sort keys of the cards drawn (static/js/inbox.js places live ones by them).
-                "created": {c["id"]: c["created_at"] for c in cards},
-                "schemas": {c["id"]: c["schema"] for c in cards},
-                "me": me(viewer),
             },
         },
     )
+
+
+@require_GET
+@login_required
+def counts_fragment(request: HttpRequest) -> HttpResponse:
+    """The inbox's counts under the reader's filters: how many wait (approvals and replies),
+    and per agent and tool in the filters' options; the page swaps them in by id."""
+    require(request, "agents.view_suspension")
+    rows, filters = pending_rows(request)
+    options = filter_options()
+    context = {
+        "count": rows.count() + len(waiting_replies(filters)),
+        "filters": filters,
+        "agents": options["agents"],
+        "tools": options["tools"],
+    }
+    response = render(request, "approvals/_inbox_counts.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_GET
+@login_required
+def reply_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """A thread's "waits for your reply" card as the inbox shows it under the reader's filters;
+    empty once it waits no more (answered, timed out, ended) or the filters leave it out."""
+    require(request, "agents.view_suspension")
+    pk = parse_uuid(thread_id)
+    if pk is None:
+        raise Http404
+    _, filters = pending_rows(request)
+    found = waiting_replies(filters, thread=pk)
+    if found:
+        context = {"r": found[0], "can_reply": request.user.has_perm("agents.change_thread")}
+        response = render(request, "approvals/_reply.html", context)
+    else:
+        response = HttpResponse("")
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,5 +1,4 @@
-"""The text limits of the API, for the pages' inputs (the server checks them in approvals.api),
-and the display limits, for what the pages' scripts draw (approvals.excerpt)."""
+"""The text limits of the API, for the pages' inputs (the server checks them in approvals.api)."""
 
 from typing import Any
 
@@ -17,9 +16,6 @@ def limits(request: HttpRequest) -> dict[str, Any]:
             "message": settings.MAX_MESSAGE_CHARS,
             "reason": settings.MAX_REASON_CHARS,
             "extensions": extensions(settings.MAX_EXTENSION_SECONDS),
-            # What the scripts show of an untrusted value (static/js/text.js, approvals.excerpt).
-            "display_value": settings.DISPLAY_MAX_VALUE_BYTES,
-            "display_card": settings.DISPLAY_MAX_CARD_BYTES,
         }
     }
 

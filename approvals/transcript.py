@@ -8,7 +8,7 @@ from approvals.cards import pretty
 
 
 def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str, str]:
-    """Who said what, for one transcript line; static/js/thread.js `describe` mirrors this."""
+    """Who said what, for one transcript line."""
     p = payload
     if type in (Event.Type.THREAD_STARTED, Event.Type.USER_MESSAGE):
         return {
@@ -167,20 +167,19 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
     return {"tone": "system", "who": "", "text": type}
 
 
-# Said already by the line of another event (THREAD_WAITING, USER_MESSAGE): not shown again
-# (static/js/thread.js HIDDEN mirrors this).
+# Said already by the line of another event (THREAD_WAITING, USER_MESSAGE): not shown again.
 HIDDEN = {Event.Type.INPUT_REQUIRED, Event.Type.INPUT_PROVIDED}
 
 
 def seconds(ms: Any) -> str:
-    """A duration in milliseconds as the pages write it; static/js/thread.js mirrors this."""
+    """A duration in milliseconds as the pages write it."""
     if not isinstance(ms, int | float):
         return "?"
     return f"{ms / 1000:.1f} s"
 
 
-# An instance's own chat: shown folded under its INSTANCE_STARTED line (static/js/thread.js
-# FOLDED mirrors this); its suspensions and their decisions stay in the transcript, where a
+# An instance's own chat: shown folded under its INSTANCE_STARTED line (the page moves the lines
+# marked data-lane there); its suspensions and their decisions stay in the transcript, where a
 # reviewer answers them.
 FOLDED = {
     Event.Type.AGENT_MESSAGE,
@@ -206,16 +205,19 @@ def transcript_entry(e: Event) -> dict[str, Any]:
         "suspension": str(e.suspension_id) if e.suspension_id else None,
         "lane": lane if isinstance(lane, int) else None,
         "instance": instance if isinstance(instance, int) else None,
+        "instance_name": e.payload.get("instance") or "" if instance is not None else "",
+        # A call's line goes when its card comes (a call that waits for a person is its card).
+        "tool_use": e.payload.get("tool_use_id") or "" if e.type == Event.Type.TOOL_CALLED else "",
         # A card in the main transcript comes right after the agent's message that its prompt
         # repeats (a card of an instance does not: that message is folded in the instance's
-        # chat); static/js/thread.js marks live cards the same way.
+        # chat).
         "said_above": e.type == Event.Type.AGENT_SUSPENDED
         and not isinstance(e.payload.get("lane"), int),
         **describe(e.type, e.payload, e.actor_name or None),
     }
 
 
-# Status after an event; static/js/thread.js STATUS_AFTER mirrors this.
+# Status after an event.
 STATUS_AFTER = {
     Event.Type.THREAD_STARTED: Thread.Status.RUNNING,
     Event.Type.USER_MESSAGE: Thread.Status.RUNNING,

@@ -3,11 +3,47 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import audit, inbox, views
+from approvals import audit, edits, fragments, inbox, views
 
 urlpatterns = [
     path("", inbox.inbox, name="inbox"),
     path("threads/<str:thread_id>/", views.thread_page, name="thread"),
+    # Pieces of the pages, asked for by the pages when an event concerns them (issue 26).
+    path("fragments/inbox/counts", inbox.counts_fragment, name="fragment_counts"),
+    path(
+        "fragments/suspensions/<str:suspension_id>/card",
+        fragments.card_fragment,
+        name="fragment_card",
+    ),
+    path(
+        "fragments/suspensions/<str:suspension_id>/review",
+        edits.review_fragment,
+        name="fragment_review",
+    ),
+    path(
+        "fragments/suspensions/<str:suspension_id>/form",
+        edits.form_fragment,
+        name="fragment_form",
+    ),
+    path(
+        "fragments/threads/<str:thread_id>/entries",
+        fragments.entries_fragment,
+        name="fragment_entries",
+    ),
+    path("fragments/threads/<str:thread_id>/reply", inbox.reply_fragment, name="fragment_reply"),
+    path(
+        "fragments/threads/<str:thread_id>/history",
+        fragments.history_fragment,
+        name="fragment_history",
+    ),
+    path(
+        "fragments/threads/<str:thread_id>/batch", fragments.batch_fragment, name="fragment_batch"
+    ),
+    path(
+        "fragments/threads/<str:thread_id>/state",
+        fragments.thread_head_fragment,
+        name="fragment_thread_state",
+    ),
     path("runs/new/", views.new_run, name="new_run"),
     path("audit/", audit.audit_page, name="audit"),
     path("audit/export.csv", audit.export_csv, name="audit_csv"),

@@ -9,9 +9,9 @@ from access.permissions import require
 from agents import policy, starting
 from agents.cursor import page_cursor
 from agents.models import Event, Thread
-from approvals.api.payloads import thread_instances, thread_usage
-from approvals.cards import card, me
+from approvals.cards import card
 from approvals.forms import NewRunForm
+from approvals.fragments import batch_context
 from approvals.http import error, parse_uuid
 from approvals.transcript import FINISHED, HIDDEN, thread_state, transcript_entry
 
@@ -36,13 +36,13 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
     cursor = page_cursor()
     rows = list(thread.events.order_by("id"))
     # Status and stack come from the same events as the transcript, not from the thread's rows
-    # read a moment apart: the client skips events the page already shows, so the page must
-    # show exactly their effect (static/js/thread.js applies the later ones the same way).
+    # read a moment apart: the page asks for lines after the events it shows, so it must show
+    # exactly their effect.
     status, frames = thread_state(rows, thread)
     viewer = policy.Viewer.of(request.user)
     suspensions = {str(s.id): card(s, viewer) for s in thread.suspensions.all()}
     # A call that waits for a person is shown by its card: its TOOL_CALLED line would only
-    # repeat the arguments (static/js/thread.js drops it live when the card comes).
+    # repeat the arguments.
     on_cards = {c["tool_use_id"] for c in suspensions.values()}
     events = [
         transcript_entry(e)
@@ -65,15 +65,8 @@ def thread_page(request: HttpRequest, thread_id: str) -> HttpResponse:
             "can_decide": request.user.has_perm("agents.decide_suspension"),
             "can_message": request.user.has_perm("agents.add_thread"),
             "can_cancel": request.user.has_perm("agents.change_thread"),
-            "live": {
-                "cursor": cursor,
-                "thread": str(thread.id),
-                "on_cards": sorted(on_cards),
-                "schemas": {k: v["schema"] for k, v in suspensions.items()},
-                "instances": thread_instances(thread),
-                "usage": thread_usage(thread),
-                "me": me(viewer),
-            },
+            **batch_context(thread),
+            "live": {"cursor": cursor, "thread": str(thread.id)},
         },
     )
 

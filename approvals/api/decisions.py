@@ -15,6 +15,7 @@ from agents.models import Suspension
 from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
 from agents.runtime.tools import registry as tool_registry
+from approvals import argcheck
 from approvals import schemas as shapes
 from approvals.api.bodies import Decide, Decisions, Resume
 from approvals.api.suspensions import suspension_or_none, with_version
@@ -54,7 +55,7 @@ def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> dict[str, An
         )
     modified = decision["modifiedArgs"]
     if modified is not None:
-        errors = _tool_for(s).validate(modified)
+        errors = argcheck.field_errors(_tool_for(s).input_schema, modified)
         if errors:
             raise BadRequest(
                 "The edited arguments do not fit the tool's input schema.",

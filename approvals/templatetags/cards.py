@@ -1,10 +1,11 @@
-"""What a card shows of a call's arguments: a table of fields, and the before/after of an edit.
-
-static/js/cards.js `showFields` and `diffTable` build the same rows for the cards the page makes
-from events. Values are text (the template escapes them, invariant 6), and excerpts
-(approvals.excerpt): each at most the value limit, a card's fields at most the card limit in all.
+"""What a card shows: a table of its call's arguments, the before/after of an edit, its title
+and what happened to it. The server is the cards' only renderer (the pages ask it for a card
+again when an event concerns one, approvals.fragments). Values are text (the template escapes
+them, invariant 6), and excerpts (approvals.excerpt): each at most the value limit, a card's
+fields at most the card limit in all.
 """
 
+import hashlib
 import json
 from typing import Any
 
@@ -24,7 +25,7 @@ def value_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _order(schema: dict[str, Any], *values: Any) -> list[str]:
+def field_order(schema: dict[str, Any], *values: Any) -> list[str]:
     """The required fields in the schema's order, then its other fields, then any others the
     values have, each by name. The required list keeps its order in every database; the keys
     of an object do not (PostgreSQL's jsonb sorts them), so the rest are sorted."""
@@ -41,7 +42,7 @@ def _order(schema: dict[str, Any], *values: Any) -> list[str]:
 def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     """The arguments a card shows (while pending, the edit a quorum votes on), one row each."""
     if not c:
-        return []  # the empty skeleton static/js/cards.js fills
+        return []  # the skeleton the lazy boxes are copied from
     edited = (c.get("policy") or {}).get("edited_args")
     args = edited if edited is not None else c.get("input")
     if not isinstance(args, dict):
@@ -51,7 +52,7 @@ def field_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     url = excerpt.suspension_url(c.get("id"))
     budget = excerpt.card_limit()
     rows = []
-    for name in _order(schema, args):
+    for name in field_order(schema, args):
         if name not in args:
             continue
         shown = excerpt.cut(value_text(args[name]), min(excerpt.value_limit(), budget), url)
@@ -80,7 +81,7 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
     missing = object()
     url = excerpt.suspension_url(c.get("id"))
     rows = []
-    for name in _order(c.get("schema") or {}, before, edited):
+    for name in field_order(c.get("schema") or {}, before, edited):
         old, new = before.get(name, missing), edited.get(name, missing)
         if old is missing and new is missing:
             continue
@@ -93,3 +94,57 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+@register.filter
+def outcome(c: dict[str, Any]) -> str:
+    """What happened to a card's request, in a line: "approved by alice (arguments edited)",
+    "timed out: rejected automatically at the deadline"; a dismissed one, by whom."""
+    if not c:
+        return ""
+    d = c.get("decision")
+    if not d:
+        ignored = c.get("ignored")
+        if ignored:
+            by = ignored.get("by") or "someone"
+            return f"dismissed by {by}; still pending until its deadline"
+        return ""
+    status = str(d.get("status") or "")
+    text = "answered instead of deciding" if status == "responded" else status.replace("_", " ")
+    if d.get("decided_by"):
+        text += f" by {d['decided_by']}"
+    if d.get("response") not in (None, ""):
+        text += f": {d['response']}"
+    elif d.get("reason"):
+        text += f": {d['reason']}"
+    if d.get("modifiedArgs"):
+        text += " (arguments edited)"
+    return text
+
+
+@register.filter
+def summary(c: dict[str, Any]) -> str:
+    """The card's title: what the call does, filled with the arguments that ran (an edit's,
+    once decided), else the tool's name."""
+    if not c:
+        return ""
+    shown = c.get("presentation") or {}
+    if c.get("status") != "pending" and shown.get("edited_summary"):
+        return str(shown["edited_summary"])
+    return str(shown.get("summary") or c.get("tool") or "")
+
+
+@register.filter
+def words(status: Any) -> str:
+    """A status as a badge says it: "timed_out" → "timed out"."""
+    return str(status or "").replace("_", " ")
+
+
+@register.filter
+def fingerprint(c: dict[str, Any]) -> str:
+    """A short digest of everything a card shows: the page swaps in a card it asked for again
+    only when this differs, so an event replayed after a reconnect moves nothing on screen."""
+    if not c:
+        return ""
+    text = json.dumps(c, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

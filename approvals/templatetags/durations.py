@@ -1,4 +1,4 @@
-"""Durations as the cards write them: 1800 → "30 min"; static/js/cards.js `duration` mirrors it."""
+"""Durations as the cards write them: 1800 → "30 min"."""
 
 from typing import Any
 

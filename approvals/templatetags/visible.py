@@ -18,7 +18,9 @@ register = template.Library()
 # C0 controls but \t and \n, DEL and C1; the Arabic letter mark; zero-width space, joiners and
 # the LTR/RTL marks; embeddings and overrides; word joiner and invisible operators; isolates
 # and the deprecated format characters; the byte-order mark; interlinear annotations; tags.
-# static/js/text.js CONTROL mirrors this class.
+# static/js/text.js CONTROL is the same class, for the little text the scripts still fill
+# themselves: what a model is writing (live text, not yet an event), presence names, and the
+# server's own refusals.
 CONTROL = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064"
     "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"

@@ -97,8 +97,6 @@ class InboxPageTestCase:
         newest = Event.objects.order_by("-id").first()
         # Events from the last moments are replayed again rather than risked (agents.cursor).
         assert 0 <= data["cursor"] <= newest.id
-        schema = data["schemas"][str(Suspension.objects.get().id)]
-        assert schema["required"] == ["from_account", "to_account", "amount"]
 
     def test_it_lists_oldest_first_and_leaves_out_decided_ones(self) -> None:
         first = run_until_paused("payer", self.users["reviewer"])
@@ -152,13 +150,13 @@ class InboxPageTestCase:
         for _ in range(3):
             run_until_paused("payer", self.users["reviewer"])
         html = self.client.get("/").content.decode()
-        assert live_data(html)["counts"] is None
         assert '<option value="payer">payer</option>' in html
         assert "data-count" not in html
         run_until_paused("asker", self.users["reviewer"])
         monkeypatch.setattr(inbox, "COUNTED_LIMIT", 4)
-        counts = live_data(self.client.get("/").content.decode())["counts"]
-        assert counts["agents"] == {"payer": 3, "asker": 1}
+        html = self.client.get("/").content.decode()
+        assert '<option value="payer" data-count="3">payer (3)</option>' in html
+        assert '<option value="asker" data-count="1">asker (1)</option>' in html
 
     def test_it_counts_what_waits_per_agent_and_per_tool_whatever_the_filters(self) -> None:
         run_until_paused("payer", self.users["reviewer"])
@@ -166,10 +164,9 @@ class InboxPageTestCase:
         run_until_paused("pair", self.users["reviewer"])
         run_until_paused("asker", self.users["reviewer"])
         html = self.client.get("/?agent=asker").content.decode()
-        assert live_data(html)["counts"] == {
-            "agents": {"payer": 2, "pair": 2, "asker": 1},
-            "tools": {"transfer_funds": 2, "send_email": 2, "ask_user": 1},
-        }
+        assert '<option value="pair" data-count="2">pair (2)</option>' in html
+        assert '<option value="transfer_funds" data-count="2">transfer_funds (2)</option>' in html
+        assert '<option value="ask_user" data-count="1">ask_user (1)</option>' in html
         assert '<option value="payer" data-count="2">payer (2)</option>' in html
         assert '<option value="asker" data-count="1" selected>asker (1)</option>' in html
         assert '<option value="send_email" data-count="2">send_email (2)</option>' in html

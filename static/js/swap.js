@@ -1,0 +1,56 @@
+/* Fetch and swap: the pages' pieces are rendered by the server only (approvals/fragments.py);
+   a page asks for the piece an event concerns and puts it in place of the old one. */
+(function () {
+  "use strict";
+
+  /* The HTML the server rendered (escaped by its templates), as a fragment of nodes. */
+  function parse(html) {
+    var holder = document.createElement("template");
+    holder.innerHTML = html;
+    return holder.content;
+  }
+
+  /* The text of a page piece; null when the server does not answer 200. */
+  function get(url) {
+    return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : null; });
+  }
+
+  /* Put each top-level element of `html` in place of the page's element of the same id; one
+     that holds the focus (a select being used) is left as it is. Returns the fragment. */
+  function byIds(html) {
+    var fragment = parse(html);
+    Array.prototype.slice.call(fragment.children).forEach(function (fresh) {
+      var old = fresh.id && document.getElementById(fresh.id);
+      if (old && !old.contains(document.activeElement)) old.replaceWith(fresh);
+    });
+    return fragment;
+  }
+
+  /* `task()` (a promise) at most once at a time: asked for again while it runs, it runs once
+     more after, so a burst of events costs at most two requests. At least `gap` ms apart. */
+  function coalesce(task, gap) {
+    var running = false;
+    var again = false;
+    var last = 0;
+    function run() {
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
+      again = false;
+      var wait = Math.max(0, last + (gap || 0) - Date.now());
+      setTimeout(function () {
+        last = Date.now();
+        Promise.resolve().then(task).catch(function (e) { console.error(e); }).then(function () {
+          running = false;
+          if (again) run();
+        });
+      }, wait);
+    }
+    return run;
+  }
+
+  window.GatewaySwap = { parse: parse, get: get, byIds: byIds, coalesce: coalesce };
+})();
