@@ -51,6 +51,7 @@ class Request:
     description: str = ""
     summary: str | None = None
     reject_reasons: tuple[str, ...] = ()
+    risk: str = "normal"
 
 
 class RunEnded(Exception):
@@ -129,6 +130,7 @@ def raise_request(
             kind=request.kind,
             summary=request.summary,
             reject_reasons=request.reject_reasons,
+            risk=request.risk,
         )
         shown = presentation.snapshot(tool)
         if request.kind == Suspension.Kind.CONFIRMATION:

@@ -369,6 +369,12 @@ class Suspension(models.Model):
                 fields=["expires_at"], name="suspension_overdue_idx", condition=Q(status="pending")
             ),
             models.Index(fields=["thread", "created_at"], name="suspension_thread_idx"),
+            # approvals.triage: the pending requests that are the same call, counted whole.
+            models.Index(
+                fields=["args_hash", "agent_name", "tool_name"],
+                name="suspension_triage_idx",
+                condition=Q(status="pending"),
+            ),
             # agents.reminders.apply_ladder_steps: pending ones with a reminder or escalation due.
             models.Index(
                 fields=["next_step_at"],

@@ -101,6 +101,7 @@ def snapshot(tool: Any) -> dict[str, Any]:
         "summary": tool.summary or "",
         "reject_reasons": list(tool.reject_reasons),
         "approve_does": approve_does(tool),
+        "risk": tool.risk,
     }
 
 
@@ -136,6 +137,8 @@ def payload(s: Any) -> dict[str, Any]:
         "summary": fill(template, s.tool_input),
         "edited_summary": fill(template, edited) if edited is not None and template else "",
         "approve_does": kept.get("approve_does", ""),
+        # Kept since the inbox's triage (issue 26); older requests are "normal".
+        "risk": kept.get("risk") or "normal",
         "reject_reasons": list(kept.get("reject_reasons") or []),
         "asked_via": asked_via(s.lineage),
         "asker": asker(s.lineage, s.agent_name),

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 from access.permissions import require
 from agents import policy
 from agents.models import Event, Suspension, Thread
+from approvals import triage
 from approvals.api.payloads import WAITING, thread_instances, thread_usage
 from approvals.cards import card
 from approvals.http import parse_uuid
@@ -56,20 +57,36 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 @login_required
 def card_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
     """One suspension's card as the reader sees it (who may decide it and why not, the
-    arguments a quorum votes on). `?in=inbox`: as the inbox shows it, with how many calls of
-    its group wait, or, once it is off the inbox, the line that says what happened to it."""
+    arguments a quorum votes on). `?in=inbox` (and the inbox's filters): as the inbox shows
+    it, with how many calls of its group wait and the identical requests its row stands for,
+    or, once it is off the inbox, the line that says what happened to it (with `next=1`: the
+    card of the next identical request, or nothing)."""
     require(request, "agents.view_suspension")
     pk = parse_uuid(suspension_id)
     s = Suspension.objects.filter(pk=pk).first() if pk else None
     if s is None:
         raise Http404
+    inbox = request.GET.get("in") == "inbox"
+    if inbox:
+        rows, _ = triage.pending_rows(request)
+        ordered = rows.order_by(*triage.INBOX_ORDERS[triage.inbox_order(request)])
+        together = triage.grouping(request)
+        if request.GET.get("next") and (not s.pending or s.ignored_at):
+            # `?next=1`: the row left the inbox; the next of the identical requests it stood
+            # for takes its place, if one still waits.
+            following = triage.next_of(s, ordered) if together else None
+            if following is None:
+                return _no_store(HttpResponse(""))
+            s = following
     c = card(s, policy.Viewer.of(request.user))
     context = {"c": c, "can_decide": request.user.has_perm("agents.decide_suspension")}
-    if request.GET.get("in") == "inbox":
+    if inbox:
         if not s.pending or s.ignored_at:
             # Off the inbox: the line that says what happened takes the card's place.
             return _no_store(render(request, "approvals/_gone.html", context))
         c["group_size"] = group_sizes({c["group"]}).get(c["group"], 0)
+        # Its row under the reader's filters: with the identical requests it stands for.
+        triage.mark(c, triage.group_of(s, ordered, together))
     return _no_store(render(request, "approvals/_card.html", context))
 
 

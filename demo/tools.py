@@ -83,6 +83,7 @@ def lookup_account(args: dict[str, Any], context: ToolContext) -> dict[str, Any]
     },
     execution_mode=BLOCKING,
     timeout=600,
+    risk="high",
 )
 def transfer_funds(args: dict[str, Any], context: ToolContext) -> str:
     currency = args.get("currency", "EUR")

@@ -1,4 +1,5 @@
-"""The writes of presence: look at cards, claim, release, leave, and a process's beat.
+"""The writes of presence: look at cards, claim, release, leave, and a process's beat; and
+the claims that hold now (the inbox filters by them).
 
 Each is one short statement or transaction, called from a socket (presence.session) in a
 thread. None writes an Event: a claim or a look is not a decision and not an audit fact.
@@ -12,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agents import policy
@@ -162,3 +163,9 @@ def beat(process: uuid.UUID, sockets: list[uuid.UUID]) -> bool:
     viewers, _ = Viewer.objects.filter(gone).delete()
     claims, _ = Claim.objects.filter(gone | Q(expires_at__lte=now)).delete()
     return bool(viewers or claims)
+
+
+def holding() -> QuerySet[Claim]:
+    """The claims that hold now: not lapsed, and kept alive by a live process's beat."""
+    now = timezone.now()
+    return Claim.objects.filter(expires_at__gt=now, seen_at__gte=now - STALE)

@@ -20,6 +20,8 @@ IMMEDIATE = "immediate"
 BLOCKING = "blocking"
 EXECUTION_MODES = (IMMEDIATE, BLOCKING)
 ON_TIMEOUT = ("reject", "approve")
+# A tool's stake (Tool.risk), lowest first.
+RISKS = ("low", "normal", "high")
 CONFIRMATION = "confirmation"
 INPUT = "input"
 
@@ -94,6 +96,9 @@ class Tool:
     # reasons offered for a rejection, beside free text.
     summary: str | None = None
     reject_reasons: tuple[str, ...] = ()
+    # How much is at stake when it runs, as the tool's author judges it: the inbox filters
+    # and marks requests by it (approvals.triage). It changes nothing about who may decide.
+    risk: str = "normal"
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -128,6 +133,8 @@ class Tool:
         except SchemaError as e:
             raise ValueError(f"{self.name}: invalid input_schema: {e.message}") from e
         check_summary(self.summary, self.input_schema, self.name)
+        if self.risk not in RISKS:
+            raise ValueError(f"{self.name}: risk must be one of {RISKS}, not {self.risk!r}")
         # A list in an agent file: kept as a tuple, so the frozen tool stays hashable.
         object.__setattr__(
             self, "reject_reasons", check_reject_reasons(self.reject_reasons, self.name)
@@ -154,6 +161,7 @@ class Tool:
             "escalate_at",
             "summary",
             "reject_reasons",
+            "risk",
         }
         if not isinstance(overrides, dict):
             raise ValueError(f"{self.name}: overrides must be a mapping, like {{timeout: 120}}")
@@ -246,6 +254,7 @@ class ToolRegistry:
         policy: dict[str, Any] | None = None,
         summary: str | None = None,
         reject_reasons: tuple[str, ...] = (),
+        risk: str = "normal",
     ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
         """Declare a tool from a function of (args, context):
 
@@ -270,6 +279,7 @@ class ToolRegistry:
                     policy=policy,
                     summary=summary,
                     reject_reasons=reject_reasons,
+                    risk=risk,
                 )
             )
 

@@ -67,6 +67,7 @@ class RaiseRequest(Body):
         "summary": "summary must be text, like 'Transfer {amount} to {to}'",
         "reject_reasons": f"reject_reasons must be a list of at most {presentation.MAX_REASONS} "
         "texts",
+        "risk": "One of low, normal or high.",
     }
 
     agent: str = Field(description="The asking agent's name (letters, digits, - and _).")
@@ -100,6 +101,9 @@ class RaiseRequest(Body):
         None, description="The card's one line, a template over the arguments: 'Pay {amount}'."
     )
     reject_reasons: list[str] | None = Field(None, description="Reasons offered for a rejection.")
+    risk: Literal["low", "normal", "high"] = Field(
+        "normal", description="What is at stake: the inbox filters by it."
+    )
 
     @field_validator("agent", "run_id", "idempotency_key")
     @classmethod
@@ -236,6 +240,7 @@ def parse(data: dict[str, Any]) -> tuple[external.Request, str | None]:
         description=body.description,
         summary=body.summary,
         reject_reasons=tuple(body.reject_reasons or ()),
+        risk=body.risk,
     )
     return request, body.policy
 

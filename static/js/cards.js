@@ -10,6 +10,15 @@
   var template = document.getElementById("card-template");
   var inInbox = document.body.classList.contains("inbox-page");
 
+  /* The inbox's filters and rows, for the card as the inbox shows it (approvals/triage.py). */
+  function inboxQuery() {
+    var filters = live.data.filters || {};
+    var query = Object.keys(filters).map(function (k) {
+      return "&" + encodeURIComponent(k) + "=" + encodeURIComponent(filters[k]);
+    }).join("");
+    return query + "&group=" + (live.data.together === false ? "none" : "same");
+  }
+
   function byId(id) {
     return document.getElementById("s-" + id);
   }
@@ -22,7 +31,7 @@
   /* The card of suspension `id` as the server renders it now (in the inbox: its line once it
      has left the inbox, p.gone); null if it cannot be had. */
   function load(id) {
-    var url = "/fragments/suspensions/" + encodeURIComponent(id) + "/card" + (inInbox ? "?in=inbox" : "");
+    var url = "/fragments/suspensions/" + encodeURIComponent(id) + "/card" + (inInbox ? "?in=inbox" + inboxQuery() : "");
     return get(url).then(function (html) {
       return html === null ? null : parse(html).firstElementChild;
     }, function () { return null; });

@@ -14,6 +14,7 @@
   var empty = document.getElementById("empty");
   var replies = document.getElementById("replies");
   var order = live.data.order || "urgent";
+  var together = live.data.together !== false;
   // A decided card's notice stays this long, and while it has the focus or the pointer.
   var NOTICE_MS = 30000;
   var query = Object.keys(filters).map(function (k) {
@@ -77,14 +78,49 @@
 
   // A card asked for that is not on the page: in the inbox while it is pending (a replayed
   // event may name one decided before the page was drawn: the server answers with its line).
-  cards.onArrival(function (card) {
+  /* Triage rows (approvals/triage.py): a card may stand for identical requests, named by its
+     data-triage key, their ids in data-members. */
+  function rowOf(key) {
+    var found = null;
+    list.querySelectorAll(":scope > .card[data-triage]").forEach(function (c) {
+      if (c.dataset.triage === key) found = c;
+    });
+    return found;
+  }
+
+  function rowHolding(id) {
+    var found = null;
+    list.querySelectorAll(":scope > .card[data-members]").forEach(function (c) {
+      if (c.dataset.members.split(" ").indexOf(id) !== -1) found = c;
+    });
+    return found;
+  }
+
+  /* A row left the inbox: the next identical request that waits, if any, takes its place. */
+  function nextOf(id) {
+    var url = "/fragments/suspensions/" + encodeURIComponent(id) + "/card?in=inbox&next=1&" +
+      query + "&group=" + (together ? "same" : "none");
+    swap.get(url).then(function (html) {
+      var fresh = html ? swap.parse(html).firstElementChild : null;
+      if (fresh && !cards.byId(fresh.dataset.id)) arrived(fresh);
+    }, function () { /* the counts still say how many wait */ });
+  }
+
+  function arrived(card) {
     if (!card.classList.contains("card") || card.dataset.status !== "pending" || card.isConnected) return;
     if (document.getElementById("gone-" + card.dataset.id)) return;
+    // Two identical requests came at once: one row stands for both, asked for again.
+    var row = card.dataset.triage && rowOf(card.dataset.triage);
+    if (row) {
+      cards.refresh(row.dataset.id);
+      return;
+    }
     place(card);
     cards.started(card);
     siblings(card.dataset.group, card.dataset.id);
     shown();
-  });
+  }
+  cards.onArrival(arrived);
 
   var lastFocused = null;  // the card the focus was last in
   list.addEventListener("focusin", function (event) {
@@ -103,6 +139,7 @@
     if (focused) gone.focus();
     siblings(card.dataset.group, card.dataset.id);
     recount();
+    if (together && card.dataset.members) nextOf(card.dataset.id);
     function fade() {
       if (gone.matches(":hover") || gone.contains(document.activeElement)) {
         setTimeout(fade, NOTICE_MS / 3);
@@ -168,10 +205,17 @@
       });
   });
 
+  /* Does a request that just came fit the reader's filters (approvals.triage.pending_rows)?
+     A new request is claimed by nobody yet. */
   function wanted(s) {
+    var risk = (s.presentation && s.presentation.risk) || "normal";
+    var due = s.expires_at ? Date.parse(s.expires_at) : NaN;
     return (!filters.agent || filters.agent === s.agent) &&
       (!filters.tool || filters.tool === s.tool) &&
-      (!filters.kind || filters.kind === s.kind);
+      (!filters.kind || filters.kind === s.kind) &&
+      (!filters.risk || filters.risk === risk) &&
+      (!filters.within || (!isNaN(due) && due <= Date.now() + Number(filters.within) * 1000)) &&
+      (!filters.claim || filters.claim === "unclaimed");
   }
 
   var COUNTED = ["AGENT_SUSPENDED", "SUSPENSION_DECIDED", "SUSPENSION_TIMEOUT", "SUSPENSION_CANCELLED",
@@ -184,10 +228,25 @@
     }
     if (COUNTED.indexOf(message.type) !== -1) recount();
     var s = message.payload;
-    // A card on the page is asked for again by static/js/cards.js; a new one is asked for here.
+    // A card on the page is asked for again by static/js/cards.js; a new one is asked for here,
+    // or the row of its identical requests, which counts it.
     if (message.type === "AGENT_SUSPENDED" && s && s.id && !cards.byId(s.id) && wanted(s)) {
-      cards.refresh(s.id);
+      var row = together && s.args_hash ? rowOf(s.agent + "/" + s.tool + "/" + s.args_hash) : null;
+      cards.refresh(row ? row.dataset.id : s.id);
+    } else if (message.suspension && !cards.byId(message.suspension)) {
+      // One of the requests a row stands for, decided (or changed) elsewhere: the row's count.
+      var holder = rowHolding(message.suspension);
+      if (holder) cards.refresh(holder.dataset.id);
     }
+  });
+  // A claim taken or given up changes the "Claim" filter's counts (claims are not events).
+  var presenceTimer = null;
+  live.onPresence(function () {
+    if (presenceTimer !== null) return;
+    presenceTimer = setTimeout(function () {
+      presenceTimer = null;
+      recount();
+    }, 2000);
   });
   shown();
   live.start();

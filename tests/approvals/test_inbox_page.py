@@ -110,6 +110,8 @@ class InboxPageTestCase:
         assert "<title>(2) Inbox" in html
 
     def card_ids(self, query: str = "") -> list[str]:
+        # Each request a row of its own: these runs make identical requests (approvals.triage).
+        query += ("&" if "?" in query else "?") + "group=none"
         html = self.client.get(f"/{query}").content.decode()
         return re.findall(r'<article class="card" id="s-([0-9a-f-]+)"', html)
 
@@ -144,7 +146,7 @@ class InboxPageTestCase:
         assert self.card_ids("?order=sideways") == [str(first.id), str(second.id)]
 
     def test_past_the_counted_limit_it_shows_no_counts(self, monkeypatch: Any) -> None:
-        from approvals import inbox
+        from approvals import triage as inbox
 
         monkeypatch.setattr(inbox, "COUNTED_LIMIT", 2)
         for _ in range(3):

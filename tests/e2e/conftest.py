@@ -117,6 +117,13 @@ def browser() -> Iterator[Any]:
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # A page update is an event, a fragment request and a swap through daphne and, for a
+        # decision, the worker: on a 2-core CI machine running all of them beside Chromium, a
+        # burst can take longer than Playwright's 5 s default (seen once, in the breadcrumb
+        # test). A lost update never arrives at all, so waiting longer hides no bug.
+        from playwright.sync_api import expect
+
+        expect.set_options(timeout=15_000)
         yield chromium
         chromium.close()
 
