@@ -1,6 +1,7 @@
 """The inbox's first page with 100,000 pending suspensions, over HTTP.
 
-Fills a fresh database with PENDING pending suspensions (bulk inserts), starts daphne, then
+Fills a fresh database with PENDING pending suspensions (bulk inserts; every other one the
+same call, which the inbox shows as one row, approvals.triage), starts daphne, then
 times REQUESTS sequential GETs of the first page of the API's pending list (what the inbox
 reads) and of the inbox page itself, and prints p50/p95/p99. Talks only to 127.0.0.1.
 
@@ -35,6 +36,7 @@ def fill(count: int) -> None:
     django.setup()
     from django.db import transaction
 
+    from agents.hashing import canonical_hash
     from agents.models import AgentDefinition, StackFrame, Suspension, Thread
 
     agent = AgentDefinition.objects.create(name="bench", model="scripted", script=[{"text": "x"}])
@@ -50,6 +52,8 @@ def fill(count: int) -> None:
         rows = []
         for i in range(start, min(count, start + batch)):
             frame = frames[i % len(frames)]
+            # Half the queue is one runaway call repeated, as in issue 26's 578 of 640.
+            args = {"from_account": "A", "to_account": "B", "amount": i if i % 2 else 1}
             rows.append(
                 Suspension(
                     thread_id=frame.thread_id,
@@ -59,7 +63,8 @@ def fill(count: int) -> None:
                     lineage="bench",
                     tool_use_id=f"toolu_{i}",
                     tool_name="transfer_funds",
-                    tool_input={"from_account": "A", "to_account": "B", "amount": i},
+                    tool_input=args,
+                    args_hash=canonical_hash(args),
                     prompt="Paying an invoice.",
                     timeout=3600,
                 )

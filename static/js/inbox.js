@@ -139,7 +139,9 @@
     if (focused) gone.focus();
     siblings(card.dataset.group, card.dataset.id);
     recount();
-    if (together && card.dataset.members) nextOf(card.dataset.id);
+    // It may have stood for requests that came since it was drawn (a row is asked for again
+    // when one of its own arrives, and may then be off the inbox already).
+    if (together && card.dataset.triage && card.dataset.triage.indexOf("id/") !== 0) nextOf(card.dataset.id);
     function fade() {
       if (gone.matches(":hover") || gone.contains(document.activeElement)) {
         setTimeout(fade, NOTICE_MS / 3);

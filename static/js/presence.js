@@ -24,21 +24,9 @@
     return Boolean(button) && !card.classList.contains("read-only");
   }
 
+  /* The card's presence part (templates/approvals/_card.html), filled here as text. */
   function bar(card) {
-    var found = card.querySelector(".presence");
-    if (found) return found;
-    var div = document.createElement("div");
-    div.className = "presence";
-    div.setAttribute("aria-live", "polite");
-    div.innerHTML =
-      '<p class="claim-line" hidden><span class="claimer"></span> <span class="claim-what"></span>' +
-      ' <span class="claim-age"></span></p>' +
-      '<p class="viewers" hidden><span class="viewers-label">Also here:</span> <span class="faces"></span>' +
-      ' <span class="names"></span></p>' +
-      '<button type="button" class="claim-button" data-presence="claim" hidden>Claim</button>';
-    var head = card.querySelector(".card-head");
-    card.insertBefore(div, head ? head.nextSibling : card.firstChild);
-    return div;
+    return card.querySelector(".presence");
   }
 
   /* "Sam O'Neil" -> "SO": the first letter or digit of the first two words that have one. */
@@ -60,6 +48,7 @@
   function show(card) {
     var m = said[card.dataset.id];
     var div = bar(card);
+    if (!div) return;
     var pending = card.dataset.status === "pending";
     div.hidden = !pending;
     if (!pending) return;
@@ -120,14 +109,14 @@
     pendingCards().forEach(function (card) {
       if (card.dataset.presenceTracked) return;
       card.dataset.presenceTracked = "true";
-      bar(card);
       show(card);
       if (seen) seen.observe(card);
       else onScreen[card.dataset.id] = true;
     });
     document.querySelectorAll(".card[data-presence-tracked]").forEach(function (card) {
       if (card.dataset.status !== "pending") {
-        bar(card).hidden = true;
+        var part = bar(card);
+        if (part) part.hidden = true;
         if (seen) seen.unobserve(card);
         delete onScreen[card.dataset.id];
       } else if (String(mayDecide(card)) !== card.dataset.presenceMay) {
