@@ -5,15 +5,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0013_demo_actions_move_to_demo'),
+        ("agents", "0013_demo_actions_move_to_demo"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='suspension',
-            index=models.Index(condition=models.Q(('status', 'pending')), fields=['args_hash', 'agent_name', 'tool_name'], name='suspension_triage_idx'),
+            model_name="suspension",
+            index=models.Index(
+                condition=models.Q(("status", "pending")),
+                fields=["args_hash", "agent_name", "tool_name"],
+                name="suspension_triage_idx",
+            ),
         ),
     ]
