@@ -72,6 +72,23 @@ def fill(count: int) -> None:
         Suspension.objects.bulk_create(rows)
 
 
+def session_cookie(username: str) -> str:
+    """A logged-in browser's cookie for `username`, made as django.contrib.auth.login makes it."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.auth.models import User
+
+    user = User.objects.get(username=username)
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[-1]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
 def timed_get(url: str, headers: dict[str, str]) -> float:
     req = urllib.request.Request(url, headers=headers)
     t0 = time.perf_counter()
@@ -135,7 +152,7 @@ def main() -> None:
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp / "daphne.log").open("w"),
         start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
@@ -154,8 +171,18 @@ def main() -> None:
         for _ in range(10):
             timed_get(url, headers)
         report("GET /api/suspensions (50)", [timed_get(url, headers) for _ in range(args.requests)])
+        # The inbox page itself: its first 100 rows, identical requests grouped, the counts.
+        browser = {"Cookie": session_cookie("reviewer")}
+        for _ in range(10):
+            timed_get(f"{base}/", browser)
+        report(
+            "GET / (the inbox page)", [timed_get(f"{base}/", browser) for _ in range(args.requests)]
+        )
         setup = "PostgreSQL" if database else "SQLite"
         print(f"setup: {setup}; {args.pending} pending; {args.requests} sequential requests")
+    except Exception:
+        print(f"daphne's log: {tmp / 'daphne.log'}", file=sys.stderr)
+        raise
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
