@@ -70,6 +70,7 @@ def card_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
             # Off the inbox: the line that says what happened takes the card's place.
             return _no_store(render(request, "approvals/_gone.html", context))
         c["group_size"] = group_sizes({c["group"]}).get(c["group"], 0)
+        context["selectable"] = True  # its Select box, as the inbox draws it
     return _no_store(render(request, "approvals/_card.html", context))
 
 
