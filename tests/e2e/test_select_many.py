@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from agents.models import Suspension
 from tests.conftest import ARTIFACTS, wait_for
 from tests.e2e.conftest import PHONE, Site
+from tests.e2e.test_accessibility import violations
 from tests.e2e.test_inbox import card, gone, pending_of, start
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
@@ -186,6 +187,31 @@ class SelectManyTestCase:
             assert status_of(s) == Suspension.Status.APPROVED
         assert status_of(mine) == Suspension.Status.PENDING
         expect(page.locator("#selection-count")).to_have_text("1 selected")
+
+    @pytest.mark.parametrize(
+        "size,scheme",
+        [
+            pytest.param({"viewport": DESKTOP}, "light", id="desktop-light"),
+            pytest.param(
+                {"viewport": PHONE, "is_mobile": True, "has_touch": True}, "dark", id="phone-dark"
+            ),
+        ],
+    )
+    def test_axe_finds_no_serious_violation_in_the_bar_and_the_list_of_keys(
+        self, size: dict[str, Any], scheme: str
+    ) -> None:
+        first, second = self.pending(2)
+        page = self.site.login("reviewer", color_scheme=scheme, **size)
+        for s in (first, second):
+            expect(card(page, s)).to_be_visible()
+        card(page, first).locator("input[data-action=select]").check()
+        page.get_by_role("button", name="Reject selected…").click()
+        expect(page.locator("#selection-reject")).to_be_visible()
+        assert violations(page, self.site.server.url) == []
+        page.locator("#selection-reject input").blur()  # typing in it, ? would be a letter
+        page.keyboard.press("?")
+        expect(page.locator("#keys")).to_be_visible()
+        assert violations(page, self.site.server.url) == []
 
     def test_the_keyboard_moves_between_cards_and_acts_on_the_one_it_is_on(self) -> None:
         self.pending(3)
