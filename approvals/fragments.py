@@ -87,6 +87,7 @@ def card_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
         c["group_size"] = group_sizes({c["group"]}).get(c["group"], 0)
         # Its row under the reader's filters: with the identical requests it stands for.
         triage.mark(c, triage.group_of(s, ordered, together))
+        context["selectable"] = True  # its Select box, as the inbox draws it
     return _no_store(render(request, "approvals/_card.html", context))
 
 

@@ -102,6 +102,7 @@ def inbox(request: HttpRequest) -> HttpResponse:
             "groupings": triage.GROUPINGS,
             "kinds": Suspension.Kind.values,
             "can_decide": request.user.has_perm("agents.decide_suspension"),
+            "selectable": True,  # the cards' Select boxes (static/js/select.js)
             "nav": "inbox",
             "live": {
                 "cursor": cursor,

@@ -88,14 +88,16 @@
     if (fresh.classList.contains("card") && fresh.dataset.status === "pending") focused = carry(old, fresh);
     var action = document.activeElement && old.contains(document.activeElement) &&
       document.activeElement.dataset ? document.activeElement.dataset.action : null;
-    if (current === old) current = fresh;
+    // A card moved to with j or k (static/js/keys.js) keeps the focus when it is drawn again.
+    var whole = document.activeElement === old;
     if (fresh.classList.contains("gone")) {
       // Off the inbox: the inbox puts the line in its place (static/js/inbox.js).
       old.dispatchEvent(new CustomEvent("gateway:left", { bubbles: true, detail: fresh }));
       return;
     }
     old.replaceWith(fresh);
-    if (focused && fresh.contains(focused)) focused.focus();
+    if (whole) fresh.focus({ preventScroll: true });
+    else if (focused && fresh.contains(focused)) focused.focus();
     else if (action) {
       var same = fresh.querySelector("[data-action=" + action + "]");
       if (same && !same.disabled && !same.closest("[hidden]")) same.focus();
@@ -287,7 +289,7 @@
     });
   }
 
-  /* Clicks and keys -------------------------------------------------------------------- */
+  /* Clicks (the keys are in static/js/keys.js) ------------------------------------------- */
 
   document.addEventListener("click", function (event) {
     var button = event.target.closest("button[data-action]");
@@ -300,7 +302,6 @@
       return;
     }
     if (card.dataset.status !== "pending") return;
-    current = card;
     boxes(card);
     if (action === "approve") {
       if (edits().pending(card)) return;  // the button is off meanwhile; a stale click does nothing
@@ -328,37 +329,6 @@
       var part = card.querySelector(".only-input");
       send(card, { response: part.querySelector("textarea").value }, part.querySelector(".field-errors"));
     }
-  });
-
-  /* Keyboard shortcuts on desktop (listed on each card): a approve, r reject, e edit,
-     s respond, i ignore, h history, on the card last clicked or focused, else the first
-     pending one. Never while typing in a field, nor with a modifier key. */
-  var current = null;
-  document.addEventListener("focusin", function (event) {
-    var card = event.target.closest && event.target.closest(".card[data-id]");
-    if (card) current = card;
-  });
-  var KEYS = { a: "approve", r: "reject", e: "edit", s: "respond", i: "ignore", h: "history" };
-
-  function typing(target) {
-    if (!target || !target.closest) return false;
-    return Boolean(target.closest("input, textarea, select, [contenteditable], [contenteditable=true]"));
-  }
-
-  document.addEventListener("keydown", function (event) {
-    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-    if (typing(event.target)) return;
-    var action = KEYS[event.key];
-    if (!action) return;
-    var card = current && document.contains(current) && current.dataset.status === "pending" ? current : null;
-    card = card || document.querySelector(".card[data-id][data-status=pending]:not(.read-only)");
-    if (!card) return;
-    var button = card.querySelector("button[data-action=" + action + "]");
-    if (!button || button.hidden || button.disabled || button.closest("[hidden]")) return;
-    event.preventDefault();
-    current = card;
-    button.click();
-    if (action === "history") button.focus();
   });
 
   /* Clocks: the server writes times in UTC; the reader sees their own, and the time left. */
