@@ -23,6 +23,8 @@
   // identical requests it stands for (data-members). An id leaves once it is decided.
   var selected = {};
   var running = false;
+  // refused id -> {text, ids}: refusals of a group row that left, for the row that comes next.
+  var carried = {};
 
   function members(card) {
     return card.dataset.members ? card.dataset.members.split(" ") : [card.dataset.id];
@@ -177,7 +179,14 @@
           if (!mine) return;
           var text = refusal(mine[0]);
           if (size[id] > 1) text = mine.length + " of " + size[id] + " refused: " + text;
-          cards.notice(cards.byId(id), text);
+          if (cards.byId(id)) {
+            cards.notice(cards.byId(id), text);
+            return;
+          }
+          // A group row that left (its own request was decided): the next of its requests
+          // takes its place (static/js/inbox.js), and the refused ones stay selected on it.
+          var ids = mine.map(function (a) { return a.id; });
+          ids.forEach(function (refusedId) { carried[refusedId] = { text: text, ids: ids }; });
         });
       })).then(function () {
         var parts = [];
@@ -203,8 +212,27 @@
     if (box) toggle(box.closest(".card"), box.checked);
   });
 
+  /* A row that comes in place of one that left takes over its refused requests: they stay
+     selected on it, and its card says why they were refused. */
+  function takeOver() {
+    list.querySelectorAll(":scope > .card[data-id]").forEach(function (card) {
+      var note = null;
+      var ids = members(card).filter(function (id) { return carried[id]; });
+      if (!ids.length) return;
+      note = carried[ids[0]];
+      ids.forEach(function (id) { delete carried[id]; });
+      selected[card.dataset.id] = (selected[card.dataset.id] || []).concat(ids.filter(function (id) {
+        return (selected[card.dataset.id] || []).indexOf(id) === -1;
+      }));
+      cards.notice(card, note.text);
+    });
+  }
+
   /* A card drawn again comes unticked: ticked again here if it is selected. */
-  new MutationObserver(show).observe(list, { childList: true });
+  new MutationObserver(function () {
+    takeOver();
+    show();
+  }).observe(list, { childList: true });
 
   /* A card that leaves the inbox (decided elsewhere, dismissed) leaves the selection. */
   document.addEventListener("gateway:left", function (event) {

@@ -2,13 +2,14 @@
 with one action through POST /api/decisions, a refusal shown on its own card; and the keyboard:
 j and k from card to card, a key acting on the card it is on, ? listing the keys."""
 
+import uuid
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from agents.models import Suspension
-from tests.conftest import ARTIFACTS, wait_for
+from tests.conftest import ARTIFACTS, operator_of, wait_for
 from tests.e2e.conftest import PHONE, Site
 from tests.e2e.test_accessibility import violations
 from tests.e2e.test_inbox import card, gone, pending_of, start
@@ -71,6 +72,13 @@ class SelectManyTestCase:
         self.site = site
         self.api = site.api("reviewer")
 
+    def inbox(self, **options: Any) -> Any:
+        """The inbox with each request a row of its own: these runs make identical requests,
+        which it shows as one row by default (approvals.triage; the group tests below)."""
+        page = self.site.login("reviewer", **options)
+        page.goto(self.site.url("/?group=none"))
+        return page
+
     def pending(self, n: int) -> list[Suspension]:
         """n runs started by the operator, each waiting on one call alice may decide."""
         return [pending_of(start(self.api, "payer")) for _ in range(n)]
@@ -92,7 +100,7 @@ class SelectManyTestCase:
     ) -> None:
         first, second = self.pending(2)
         mine = self.own()
-        page = self.site.login("reviewer", **size)
+        page = self.inbox(**size)
         bar = page.locator("#selection")
         for s in (first, second, mine):
             expect(card(page, s)).to_be_visible()
@@ -127,7 +135,7 @@ class SelectManyTestCase:
     @viewports()
     def test_reject_selected_with_one_reason(self, size: dict[str, Any]) -> None:
         first, second, left_alone = self.pending(3)
-        page = self.site.login("reviewer", **size)
+        page = self.inbox(**size)
         for s in (first, second, left_alone):
             expect(card(page, s)).to_be_visible()
         card(page, first).locator("input[data-action=select]").check()
@@ -153,7 +161,7 @@ class SelectManyTestCase:
         self, size: dict[str, Any]
     ) -> None:
         first, second = self.pending(2)
-        page = self.site.login("reviewer", **size)
+        page = self.inbox(**size)
         for s in (first, second):
             expect(card(page, s)).to_be_visible()
         if size["viewport"] == PHONE:
@@ -168,24 +176,84 @@ class SelectManyTestCase:
         expect(gone(page, first).locator(".outcome")).to_have_text("approved by bob")
         expect(page.locator("#selection-count")).to_have_text("1 selected")
 
-    def test_a_group_row_selects_all_its_members_and_says_what_was_refused(self) -> None:
-        # A group row (a card standing for identical requests) names them in data-members; here
-        # the one card the agent filter shows stands for two more, of clerk's, not shown.
-        mine = self.own()
-        others = [pending_of(start(self.api, "clerk")) for _ in range(2)]
-        page = self.site.login("reviewer", viewport=DESKTOP)
-        page.goto(self.site.url("/?agent=payer"))
+    def raise_requests(self, n: int, amount: int = 75) -> list[Suspension]:
+        """n identical requests from an outside agent (each its own run), raised by the
+        operator: one call, the same agent, tool and arguments."""
+        client = operator_of(self.api)
+        made = []
+        for _ in range(n):
+            body = {
+                "agent": "nightly",
+                "run_id": f"night-{uuid.uuid4().hex[:12]}",
+                "idempotency_key": "refund",
+                "tool": "refund",
+                "arguments": {"order": "A-17", "amount": amount},
+                "summary": "Refund {amount} EUR on {order}",
+            }
+            r = client.post("/api/requests", body)
+            assert r.status_code == 201, r.content
+            made.append(r.json()["id"])
+        return list(Suspension.objects.filter(pk__in=made).order_by("created_at", "id"))
+
+    @viewports()
+    def test_a_group_of_50_identical_requests_is_one_row_rejected_at_once(
+        self, size: dict[str, Any], request: Any
+    ) -> None:
+        group = self.raise_requests(50)
+        [other] = self.raise_requests(1, amount=20)
+        page = self.site.login("reviewer", **size)
+        page.goto(self.site.url("/?group=same"))
+        row = card(page, group[0])
+        expect(page.locator("#cards > .card[data-id]")).to_have_count(2)
+        expect(row.locator(".same-count")).to_have_text("50")
+        expect(row).to_contain_text("50 identical requests wait")
+        expect(card(page, other)).to_be_visible()
+        expect(page).to_have_title("(51) Inbox · Approval gateway")
+        # One more arrives live: the row counts it, no card of its own.
+        [late] = self.raise_requests(1)
+        late_id = str(late.id)
+        expect(row.locator(".same-count")).to_have_text("51")
+        expect(page.locator(f"#s-{late_id}")).to_have_count(0)
+        expect(page).to_have_title("(52) Inbox · Approval gateway")
+
+        row.locator("input[data-action=select]").check()
+        expect(page.locator("#selection-count")).to_have_text("51 selected")
+        self.shoot(page, f"group-{request.node.callspec.id}")
+        bar = page.locator("#selection")
+        bar.get_by_role("button", name="Reject selected…").click()
+        bar.get_by_role("textbox", name="Reason, for each of them").fill("Runaway loop")
+        bar.get_by_role("button", name="Reject selected", exact=True).click()
+        expect(page.locator("#selection-said")).to_have_text("51 decided")
+        expect(gone(page, group[0]).locator(".outcome")).to_have_text(
+            "rejected by alice: Runaway loop"
+        )
+        rejected = Suspension.objects.filter(pk__in=[s.pk for s in [*group, late]])
+        assert {(s.status, s.reason) for s in rejected} == {("rejected", "Runaway loop")}
+        assert rejected.count() == 51
+        assert status_of(other) == Suspension.Status.PENDING
+        expect(page).to_have_title("(1) Inbox · Approval gateway")
         expect(page.locator("#cards > .card[data-id]")).to_have_count(1)
-        members = " ".join(str(s.id) for s in (mine, *others))
-        card(page, mine).evaluate("(c, ids) => { c.dataset.members = ids; }", members)
-        card(page, mine).locator("input[data-action=select]").check()
+
+    def test_a_group_row_selects_all_its_requests_and_keeps_the_refused_one(self) -> None:
+        # Three identical calls; alice started the second herself, so four eyes refuses her
+        # decision on it: the other two are approved and it stays, selected, saying why.
+        first = self.pending(1)[0]
+        mine = self.own()
+        [third] = self.pending(1)
+        page = self.site.login("reviewer", viewport=DESKTOP)
+        page.goto(self.site.url("/?group=same"))
+        row = card(page, first)
+        expect(row.locator(".same-count")).to_have_text("3")
+        row.locator("input[data-action=select]").check()
         expect(page.locator("#selection-count")).to_have_text("3 selected")
         page.get_by_role("button", name="Approve selected").click()
         expect(page.locator("#selection-said")).to_have_text("2 decided, 1 refused: see the card")
-        expect(card(page, mine).locator(".notice")).to_have_text(f"1 of 3 refused: {FOUR_EYES}")
-        for s in others:
-            assert status_of(s) == Suspension.Status.APPROVED
+        for s in (first, third):
+            wait_for(lambda s=s: status_of(s) == Suspension.Status.APPROVED, what="approval")
         assert status_of(mine) == Suspension.Status.PENDING
+        # The row that was first left; the refused request is the row now, still selected.
+        expect(card(page, mine).locator(".notice")).to_have_text(f"1 of 3 refused: {FOUR_EYES}")
+        expect(card(page, mine).locator("input[data-action=select]")).to_be_checked()
         expect(page.locator("#selection-count")).to_have_text("1 selected")
 
     @pytest.mark.parametrize(
@@ -201,7 +269,7 @@ class SelectManyTestCase:
         self, size: dict[str, Any], scheme: str
     ) -> None:
         first, second = self.pending(2)
-        page = self.site.login("reviewer", color_scheme=scheme, **size)
+        page = self.inbox(color_scheme=scheme, **size)
         for s in (first, second):
             expect(card(page, s)).to_be_visible()
         card(page, first).locator("input[data-action=select]").check()
@@ -215,7 +283,7 @@ class SelectManyTestCase:
 
     def test_the_keyboard_moves_between_cards_and_acts_on_the_one_it_is_on(self) -> None:
         self.pending(3)
-        page = self.site.login("reviewer", viewport=DESKTOP)
+        page = self.inbox(viewport=DESKTOP)
         expect(page.locator("#cards > .card[data-id]")).to_have_count(3)
         expect(page.locator("#connection")).to_have_attribute("data-state", "live")
         ids = shown_order(page)
