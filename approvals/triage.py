@@ -193,7 +193,7 @@ def inbox_order(request: HttpRequest) -> str:
 
 
 # Rows: identical requests together (the default), or each request a row of its own.
-GROUPINGS = {"same": "Identical requests together", "none": "Each request alone"}
+GROUPINGS = {"same": "Group identical", "none": "One per request"}
 
 
 def grouping(request: HttpRequest) -> bool:
