@@ -24,9 +24,17 @@
     return Boolean(button) && !card.classList.contains("read-only");
   }
 
-  /* The card's presence part (templates/approvals/_card.html), filled here as text. */
+  /* The card's presence part: the server draws it once, on the card skeleton
+     (templates/approvals/_card.html), copied into a card the first time it is needed (a page of
+     a hundred cards stays small, issue 31); filled here as text. */
+  var skeleton = document.querySelector("#card-template");
   function bar(card) {
-    return card.querySelector(".presence");
+    var found = card.querySelector(".presence");
+    if (found || !skeleton) return found;
+    var part = skeleton.content.querySelector(".presence").cloneNode(true);
+    var head = card.querySelector(".card-head");
+    card.insertBefore(part, head ? head.nextSibling : card.firstChild);
+    return part;
   }
 
   /* "Sam O'Neil" -> "SO": the first letter or digit of the first two words that have one. */
