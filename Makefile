@@ -18,14 +18,14 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# jq and curl: the README's walk-through, which follows `make run`.
+# jq and curl: the walk-through of docs/getting-started.md, which follows `make run`.
 walkthrough-packages:
 	@if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
-		echo "Installing jq and curl with apt-get (the README's walk-through uses them)"; \
+		echo "Installing jq and curl with apt-get (the walk-through in docs/getting-started.md uses them)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq jq curl >/dev/null; \
 	fi
 
-# Chromium drives the browser tests; jq and curl, the README's walk-through (tests/test_readme.py).
+# Chromium drives the browser tests; jq and curl, the docs' walk-throughs (tests/test_readme.py).
 system-packages:
 	@if ! command -v chromium >/dev/null || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
 		echo "Installing chromium, jq and curl with apt-get"; \
