@@ -10,6 +10,7 @@ import sys
 import tempfile
 from typing import Any
 
+from agents import agentfiles
 from tests.conftest import ROOT
 from tests.external.conftest import Later, Reviewer
 
@@ -66,3 +67,13 @@ def test_the_langgraph_example(gateway_url: str, agent_token: str, reviewer: Rev
     reviewer.decide("billing-graph", {"approved": False, "reason": "already paid"})
     out: Any = example.result()
     assert "not paid: pay was rejected by alice: already paid" in out
+
+
+def test_the_agent_file_for_an_outside_agent_loads() -> None:
+    """docs/connect/rest.md's agent file: a scripted agent with a script, rules on the whole
+    agent (an outside agent's tools are not registered)."""
+    text = (ROOT / "docs" / "connect" / "rest.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    [agent] = agentfiles.parse(block, "docs/connect/rest.md")
+    assert agent["name"] == "billing-bot"
+    assert agent["policy"]["quorum"] == 2 and agent["policy"]["auto_approve"]
