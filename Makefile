@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup system-packages walkthrough-packages run test test-embedded test-postgres test-faults lint clean bench-compare
+.PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare
 
 # The gateway, and the client for outside agents (clients/python; tests/external use it).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -18,14 +18,14 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# jq and curl: the README's walk-through, which follows `make run`.
+# jq and curl: the walk-through of docs/getting-started.md, which follows `make run`.
 walkthrough-packages:
 	@if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
-		echo "Installing jq and curl with apt-get (the README's walk-through uses them)"; \
+		echo "Installing jq and curl with apt-get (the walk-through in docs/getting-started.md uses them)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq jq curl >/dev/null; \
 	fi
 
-# Chromium drives the browser tests; jq and curl, the README's walk-through (tests/test_readme.py).
+# Chromium drives the browser tests; jq and curl, the docs' walk-throughs (tests/test_readme.py).
 system-packages:
 	@if ! command -v chromium >/dev/null || ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
 		echo "Installing chromium, jq and curl with apt-get"; \
@@ -46,9 +46,15 @@ run: $(STAMP) walkthrough-packages
 
 test: setup
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory docs
 	$(MAKE) --no-print-directory test-embedded
 	$(MAKE) --no-print-directory test-postgres
 	$(MAKE) --no-print-directory test-faults
+
+# The documentation site (mkdocs.yml, docs/), built into site/; a broken link or anchor fails it.
+# NO_MKDOCS_2_WARNING: mkdocs-material's notice about its successor, printed on every build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The embedded default: SQLite, the filesystem broker, sockets tailing the Event table.
 test-embedded:
@@ -83,4 +89,4 @@ lint: setup
 	env -u DATABASE_URL -u REDIS_URL $(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) var test-artifacts
+	rm -rf $(VENV) var test-artifacts site

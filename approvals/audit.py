@@ -291,7 +291,8 @@ def export_jsonl(request: HttpRequest) -> StreamingHttpResponse:
 
 
 # The trail itself: every event with its hash chain (agents.chain), for a verifier outside
-# the gateway (the README's recipe recomputes each hash and link from the JSON Lines alone).
+# the gateway (the recipe in docs/security.md recomputes each hash and link from the JSON
+# Lines alone).
 TRAIL_FIELDS = ["id", *chain.HASHED, "hash"]
 
 

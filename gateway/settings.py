@@ -1,4 +1,4 @@
-"""Settings, read from the environment through strict helpers (see the README's table)."""
+"""Settings, read from the environment through strict helpers (docs/settings.md)."""
 
 import os
 import secrets
@@ -278,9 +278,9 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-# HTTPS. Off by default so `make run` works over plain HTTP; the README's "Production over
-# HTTPS" lists the values a deployment sets (tests/approvals/test_deploy_settings.py checks them
-# with `manage.py check --deploy`).
+# HTTPS. Off by default so `make run` works over plain HTTP; docs/security.md's "Production
+# over HTTPS" lists the values a deployment sets (tests/approvals/test_deploy_settings.py
+# checks them with `manage.py check --deploy`).
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "false")
 # A load balancer's health probe often speaks plain HTTP to the backend; a redirect would read
 # as unhealthy. /healthz tells nothing secret, so it answers over either.

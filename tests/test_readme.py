@@ -1,5 +1,6 @@
-"""The README's curl walk-through, run as written against a server started by `make run` on
-another port than the default (PORT, as the README says), with only the token pasted in."""
+"""The curl walk-through of docs/getting-started.md, run as written against a server started
+by `make run` on another port than the default (PORT, as the page says), with only the token
+pasted in."""
 
 import os
 import re
@@ -16,9 +17,9 @@ from tests.conftest import ROOT, wait_for
 
 
 def walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "getting-started.md").read_text()
     match = re.search(r"<!-- walkthrough:.*?-->\n```sh\n(.*?)```", text, re.S)
-    assert match, "README.md has no walk-through block"
+    assert match, "docs/getting-started.md has no walk-through block"
     return match.group(1)
 
 

@@ -1,4 +1,5 @@
-"""The README's A2A walk-through, run as written against the live server and the demo agents."""
+"""The A2A walk-through of docs/connect/a2a.md, run as written against the live server and
+the demo agents."""
 
 import os
 import re
@@ -14,9 +15,9 @@ pytestmark = [pytest.mark.worker]
 
 
 def walkthrough() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "connect" / "a2a.md").read_text()
     match = re.search(r"<!-- a2a walkthrough:.*?-->\n```sh\n(.*?)```", text, re.S)
-    assert match, "README.md has no A2A walk-through block"
+    assert match, "docs/connect/a2a.md has no A2A walk-through block"
     return match.group(1)
 
 

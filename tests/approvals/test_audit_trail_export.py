@@ -1,5 +1,5 @@
 """The trail's export (/audit/events.jsonl and .csv): every event with the fields its hash
-covers, so the README's verifier recomputes the chains from the export alone."""
+covers, so the verifier in docs/security.md recomputes the chains from the export alone."""
 
 import csv
 import io
@@ -32,14 +32,14 @@ agents:
 
 
 def verifier() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "security.md").read_text()
     match = re.search(r"<!-- trail-verifier -->\n```python\n(.*?)```", text, re.S)
-    assert match, "README.md has no trail verifier"
+    assert match, "docs/security.md has no trail verifier"
     return match.group(1)
 
 
 def check(tmp_path: Path, export: str) -> subprocess.CompletedProcess:
-    """The README's snippet, run as a separate program on an export file."""
+    """The docs' snippet, run as a separate program on an export file."""
     (tmp_path / "check_trail.py").write_text(verifier())
     (tmp_path / "audit-events.jsonl").write_text(export, encoding="utf-8")
     return subprocess.run(

@@ -1,4 +1,4 @@
-"""The README's production settings pass `manage.py check --deploy` with no warning."""
+"""The production settings of docs/security.md pass `manage.py check --deploy` with no warning."""
 
 import os
 import re
@@ -15,12 +15,12 @@ from tests.conftest import ROOT
 
 
 def production_env() -> dict[str, str]:
-    """The variables the README's "Production over HTTPS" lists, with example values."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Production over HTTPS", 1)[1].split("\n#", 1)[0]
+    """The variables docs/security.md's "Production over HTTPS" lists, with example values."""
+    text = (ROOT / "docs" / "security.md").read_text()
+    section = text.split("## Production over HTTPS", 1)[1].split("\n#", 1)[0]
     block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
     env = dict(re.findall(r"^([A-Z_]+)=(.+)$", block, re.M))
-    assert env, "the README lists no production settings"
+    assert env, "docs/security.md lists no production settings"
     return env
 
 
@@ -41,7 +41,7 @@ class DeploySettingsTestCase:
     def test_the_documented_production_settings_pass_the_deploy_check(self, tmp_path: Path) -> None:
         env = production_env()
         assert env["SECRET_KEY"].startswith("$(") or len(env["SECRET_KEY"]) >= 50
-        env["SECRET_KEY"] = secrets.token_urlsafe(60)  # the README has it made, not written
+        env["SECRET_KEY"] = secrets.token_urlsafe(60)  # the docs have it made, not written
         result = check_deploy(tmp_path, env)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "WARNING" not in result.stderr and "no issues" in result.stdout

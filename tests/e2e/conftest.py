@@ -31,6 +31,24 @@ DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
 PASSWORD = "e2e-password-1"
 
+# The screenshots the README and docs/ show, by the name a test gives them: with
+# UPDATE_SCREENSHOTS=1 the browser tests that take them write them to docs/screenshots/ too.
+DOCS_SCREENSHOTS = {
+    "a11y-thread-desktop-light": "thread-desktop",
+    "a11y-thread-phone-light": "thread-phone",
+    "select-desktop": "select-desktop",
+    "select-phone": "select-phone",
+    "keys-desktop": "keys-desktop",
+}
+
+
+def publish(name: str) -> None:
+    """Copy test-artifacts/NAME.png to docs/screenshots/ when it is one the docs show and
+    UPDATE_SCREENSHOTS=1."""
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1" and name in DOCS_SCREENSHOTS:
+        shots = ROOT / "docs" / "screenshots"
+        shutil.copy(ARTIFACTS / f"{name}.png", shots / f"{DOCS_SCREENSHOTS[name]}.png")
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -208,6 +226,7 @@ class Site:
     def shoot(self, page: Any, name: str) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        publish(name)
 
     def close(self) -> None:
         for context in self.contexts:

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from agents.models import Suspension
 from tests.conftest import ARTIFACTS, operator_of, wait_for
-from tests.e2e.conftest import PHONE, Site
+from tests.e2e.conftest import PHONE, Site, publish
 from tests.e2e.test_accessibility import violations
 from tests.e2e.test_inbox import card, gone, pending_of, start
 
@@ -93,6 +93,7 @@ class SelectManyTestCase:
         """The screen as the reviewer sees it (the bar is held at its foot)."""
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+        publish(name)
 
     @viewports()
     def test_three_approved_with_one_action_and_four_eyes_refuses_one(

@@ -1,4 +1,4 @@
-"""The README's examples for outside agents run as written (with GATEWAY_URL and
+"""The examples for outside agents in docs/connect/ run as written (with GATEWAY_URL and
 GATEWAY_TOKEN set) against a live gateway, a reviewer deciding over the API meanwhile. The
 OpenAI Agents SDK example calls OpenAI's model; tests/external/openai_agent.py runs its flow
 offline instead."""
@@ -10,14 +10,20 @@ import sys
 import tempfile
 from typing import Any
 
+from agents import agentfiles
 from tests.conftest import ROOT
 from tests.external.conftest import Later, Reviewer
 
+# The pages of docs/connect/ whose first Python block is an outside agent, in this order.
+PAGES = ("rest.md", "langgraph.md", "openai-agents.md")
+
 
 def examples() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Agents that run elsewhere\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    found = []
+    for page in PAGES:
+        text = (ROOT / "docs" / "connect" / page).read_text()
+        found.append(re.search(r"```python\n(.*?)```", text, re.S).group(1))
+    return found
 
 
 def run_example(code: str, url: str, token: str) -> Later:
@@ -39,7 +45,7 @@ def run_example(code: str, url: str, token: str) -> Later:
     return Later(run)
 
 
-def test_the_readme_has_an_example_per_adapter() -> None:
+def test_the_docs_have_an_example_per_adapter() -> None:
     found = examples()
     assert len(found) == 3
     assert "approval_client.langgraph" in found[1] and "approval_client.openai_agents" in found[2]
@@ -61,3 +67,13 @@ def test_the_langgraph_example(gateway_url: str, agent_token: str, reviewer: Rev
     reviewer.decide("billing-graph", {"approved": False, "reason": "already paid"})
     out: Any = example.result()
     assert "not paid: pay was rejected by alice: already paid" in out
+
+
+def test_the_agent_file_for_an_outside_agent_loads() -> None:
+    """docs/connect/rest.md's agent file: a scripted agent with a script, rules on the whole
+    agent (an outside agent's tools are not registered)."""
+    text = (ROOT / "docs" / "connect" / "rest.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    [agent] = agentfiles.parse(block, "docs/connect/rest.md")
+    assert agent["name"] == "billing-bot"
+    assert agent["policy"]["quorum"] == 2 and agent["policy"]["auto_approve"]

@@ -422,8 +422,9 @@ class Gateway:
         threading.Thread(target=self.supervise, name="supervisor", daemon=True).start()
 
     def supervise(self) -> None:
-        """What a process supervisor does in production (systemd's Restart=always, see the
-        README's deployment section): a process that exits by itself is started again.
+        """What a process supervisor does in production (systemd's Restart=always, see
+        "Running in production" in docs/settings.md): a process that exits by itself is
+        started again.
         Celery's worker exits on some broker connection losses ("Unrecoverable error" in
         kombu's reconnect path when Redis restarts) and relies on being restarted."""
         while not self.stopping.wait(0.5):

@@ -33,7 +33,7 @@ class Command(BaseCommand):
         user.is_staff = False
         user.save()
         user.groups.add(Group.objects.get(name=REVIEWERS))
-        # The scopes of the README's walk-throughs: start runs, read them, decide. Not admin:
+        # The scopes of the docs' walk-throughs: start runs, read them, decide. Not admin:
         # the demo reviewer is not staff, so the staff APIs would refuse it anyway.
         old = ApiToken.objects.filter(user=user, name=TOKEN_NAME, revoked_at__isnull=True)
         revoked = sum(tokens.revoke(t) for t in old)

@@ -24,7 +24,7 @@ SLOW_START = 30.0
 
 
 class Command(BaseCommand):
-    help = "Run the server, a worker and the sweeper's beat until interrupted."
+    help = "Run daphne, the Celery workers (runs, and deadlines) and beat until interrupted."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))

@@ -1,0 +1,18 @@
+"""docs/events.md names every event type the gateway records, each in a row of its tables,
+and says how many there are."""
+
+import re
+
+from a2a_server import push
+from agents.models import Event
+from tests.conftest import ROOT
+from webhooks import models as webhooks
+
+
+class EventsPageTestCase:
+    def test_it_has_a_row_for_every_event_type(self) -> None:
+        text = (ROOT / "docs" / "events.md").read_text()
+        rows = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", text, re.M))
+        recorded = {*Event.Type.values, *webhooks.Notice.values, *push.Notice.values}
+        assert rows == recorded
+        assert f"There are {len(recorded)} event types" in text
