@@ -312,8 +312,10 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+# `collectstatic` writes here; an image collects them at build time, outside its data volume
+# (Dockerfile: STATIC_ROOT=/app/staticfiles), so an upgrade never serves the old ones.
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 
 REDIS_URL = envstr("REDIS_URL")

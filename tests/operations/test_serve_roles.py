@@ -95,6 +95,18 @@ class ServeRolesTestCase:
         finally:
             web.stop()
 
+    def test_a_worker_machine_runs_the_run_workers_and_the_deadlines_worker(
+        self, env, tmp_path
+    ) -> None:
+        # compose.yaml's and the systemd units' worker and deadlines commands, on one machine.
+        args = ("--role", "worker", "--concurrency", "2", "--role", "deadlines")
+        workers = Serve(tmp_path / "workers.log", env, *args)
+        try:
+            workers.wait_for("Running worker1, worker2, deadlines")
+            assert "Serving on" not in workers.text()
+        finally:
+            workers.stop()
+
 
 class ProxyHeadersTestCase:
     def _client(self, peer: str, forwarded: bytes) -> tuple[str, int]:
