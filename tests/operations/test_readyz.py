@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from infra import last_runs
+from infra import beat_lease, last_runs
 from tests.conftest import ROOT
 
 PROBE = """
@@ -86,3 +86,26 @@ class ReadyWhenServicesAreDownTestCase:
         assert answer["status"] == 503
         assert {"broker", "channel_layer", "sweeper"} <= set(answer["down"])
         assert "database" not in answer["down"]
+
+
+@pytest.mark.django_db
+class OperationsGaugesTestCase:
+    def test_the_metrics_say_when_the_sweeper_ran_and_who_holds_the_lease(
+        self, client, settings, tmp_path, fresh_queue
+    ) -> None:
+        settings.DATA_DIR = tmp_path
+        settings.METRICS_TOKEN = "gauges"
+        settings.BEAT_LEASE_KEY = f"{fresh_queue}:beat-lease"
+        last_runs.mark("sweep", now=1_700_000_000.0)
+        lease = beat_lease.lease("host-a:42")
+        assert lease.take()
+        try:
+            answer = client.get(
+                "/metrics", HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION="Bearer gauges"
+            )
+        finally:
+            lease.release()
+        text = answer.content.decode()
+        assert "gateway_sweeper_last_run_timestamp_seconds 1.7e+09" in text
+        assert 'gateway_beat_lease_held{holder="host-a:42"} 1.0' in text
+        assert client.get("/readyz", HTTP_HOST="127.0.0.1").json()["beat_lease_holder"] is None
