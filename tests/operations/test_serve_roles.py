@@ -100,7 +100,8 @@ class ServeRolesTestCase:
     ) -> None:
         # compose.yaml's and the systemd units' worker and deadlines commands, on one machine.
         args = ("--role", "worker", "--concurrency", "2", "--role", "deadlines")
-        workers = Serve(tmp_path / "workers.log", env, *args)
+        # WEB_PROCESSES set for the machine's web role changes nothing here.
+        workers = Serve(tmp_path / "workers.log", {**env, "WEB_PROCESSES": "2"}, *args)
         try:
             workers.wait_for("Running worker1, worker2, deadlines")
             assert "Serving on" not in workers.text()

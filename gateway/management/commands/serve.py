@@ -85,27 +85,27 @@ class Command(BaseCommand):
             listener.bind((options["host"], options["port"]))
             listener.listen(1024)
             listener.set_inheritable(True)
-        daphne = (
-            [py, "-m", "daphne", *bind, "gateway.asgi:application"]
-            if web == 1
-            else [
-                # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID), which
-                # Twisted, under daphne, knows how to adopt.
-                py,
-                "-c",
-                "import os, sys; os.dup2(int(sys.argv[1]), 3);"
-                " os.environ.update(LISTEN_FDS='1', LISTEN_FDNAMES='web',"
-                " LISTEN_PID=str(os.getpid()));"
-                " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
-                str(listener.fileno()),
-                "-e",
-                f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
-                "gateway.asgi:application",
-            ]
-        )
-        commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
-        if "web" not in roles:
-            commands, listener = {}, None
+        commands: dict[str, list[str]] = {}
+        if "web" in roles:
+            daphne = (
+                [py, "-m", "daphne", *bind, "gateway.asgi:application"]
+                if web == 1
+                else [
+                    # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID),
+                    # which Twisted, under daphne, knows how to adopt.
+                    py,
+                    "-c",
+                    "import os, sys; os.dup2(int(sys.argv[1]), 3);"
+                    " os.environ.update(LISTEN_FDS='1', LISTEN_FDNAMES='web',"
+                    " LISTEN_PID=str(os.getpid()));"
+                    " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
+                    str(listener.fileno()),
+                    "-e",
+                    f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
+                    "gateway.asgi:application",
+                ]
+            )
+            commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
         # Celery through gateway.celery_ready, which creates a file once the worker consumes
         # or beat runs: "ready" below means that, not merely "started".
         celery = [py, "-m", "gateway.celery_ready", "-A", "gateway"]
