@@ -50,7 +50,8 @@ class LeasedScheduler(PersistentScheduler):
         return min(super().tick(*args, **kwargs), self.renew_every)
 
     def close(self) -> None:
-        if getattr(self, "lease", None) is not None:
+        if getattr(self, "holding", False):
+            # Released, not left to run out: a waiting beat takes over at its next tick.
             self.lease.release()
             log.info("beat lease released by %s", self.name)
         super().close()
