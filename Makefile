@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# jq and curl: the walk-through of docs/getting-started.md, which follows `make run`.
+# jq and curl: only the walk-through of docs/getting-started.md, which follows `make run`
+# (serving needs neither): `make walkthrough-packages` installs them.
 walkthrough-packages:
 	@if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then \
 		echo "Installing jq and curl with apt-get (the walk-through in docs/getting-started.md uses them)"; \
@@ -34,8 +35,9 @@ system-packages:
 
 setup: $(STAMP) system-packages
 
-# PORT (8000) and HOST (127.0.0.1) say where it listens: `PORT=8123 make run`.
-run: $(STAMP) walkthrough-packages
+# PORT (8000) and HOST (127.0.0.1) say where it listens: `PORT=8123 make run`. It needs no jq
+# (the walk-through does: `make walkthrough-packages`).
+run: $(STAMP)
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py load_agents demo/agents.yaml
 	@echo "-- Demo reviewer (log in on the page; the token is for the API; a new one each run, the previous revoked) --"

@@ -9,6 +9,7 @@ from django.db import InterfaceError, OperationalError
 
 from agents import deadlines, reminders, replies
 from agents.engine import engine
+from infra import last_runs
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,8 @@ def sweep() -> dict[str, int]:
         expire_suspension.apply_async((str(pk),), eta=expires_at + EXPIRY_MARGIN)
     if any(found.values()):
         log.info("sweep: %s", found)
+    # After the work: /readyz and the metrics read when the sweeper last ran to the end.
+    last_runs.mark("sweep")
     return found
 
 

@@ -25,11 +25,13 @@ django_wsgi_app = get_wsgi_application()
 from asgiref.sync import sync_to_async  # noqa: E402
 from asgiref.wsgi import WsgiToAsgi, WsgiToAsgiInstance  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from a2a_server.rpc import application as a2a_application  # noqa: E402
 from access.auth import WebSocketAuth  # noqa: E402
 from approvals import external_wait  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
+from infra.forwarded import ProxyHeaders, networks  # noqa: E402
 
 
 class _WebRequest(http_protocol.WebRequest):
@@ -84,3 +86,6 @@ application = ProtocolTypeRouter(
         "websocket": WebSocketAuth(URLRouter(websocket_urlpatterns)),
     }
 )
+if settings.PROXY_HEADERS:
+    # Behind a proxy (`serve --proxy-headers`): the client's address, not the proxy's.
+    application = ProxyHeaders(application, networks(settings.TRUSTED_PROXIES))

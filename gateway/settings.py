@@ -256,8 +256,14 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "approvals/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
-# The client address is REMOTE_ADDR (axes' default): behind a proxy, run daphne with
-# --proxy-headers so that is the client's, not the proxy's, and no header a client sends counts.
+# The client address is REMOTE_ADDR (axes' default): behind a proxy, `serve --proxy-headers`
+# (or PROXY_HEADERS=true) makes it the client's, read from X-Forwarded-For only when the peer is
+# one of TRUSTED_PROXIES (addresses or networks), so no header a client sends itself counts
+# (infra.forwarded, wrapped around the app by gateway.asgi).
+PROXY_HEADERS = envbool("PROXY_HEADERS", "false")
+TRUSTED_PROXIES = [
+    p.strip() for p in os.environ.get("TRUSTED_PROXIES", "127.0.0.1,::1").split(",") if p.strip()
+]
 
 # Content-Security-Policy (django-csp) on every answer. Pages load only their own scripts and
 # styles from static/ (no inline script, style attribute or eval), so nothing inline is allowed.
@@ -283,8 +289,8 @@ CONTENT_SECURITY_POLICY = {
 # checks them with `manage.py check --deploy`).
 SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", "false")
 # A load balancer's health probe often speaks plain HTTP to the backend; a redirect would read
-# as unhealthy. /healthz tells nothing secret, so it answers over either.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# as unhealthy. /healthz and /readyz tell nothing secret, so they answer over either.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", "false")
 CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", "false")
 SESSION_COOKIE_HTTPONLY = envbool("SESSION_COOKIE_HTTPONLY", "true")
@@ -306,8 +312,10 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+# `collectstatic` writes here; an image collects them at build time, outside its data volume
+# (Dockerfile: STATIC_ROOT=/app/staticfiles), so an upgrade never serves the old ones.
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", DATA_DIR / "static"))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 
 REDIS_URL = envstr("REDIS_URL")
@@ -356,6 +364,8 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("GATEWAY_QUEUE", "gateway")
 # Deadlines and the sweeper have a queue (and, under `manage.py serve`, a worker) of their own,
 # so a timeout is never stuck behind a backlog of runs.
 CELERY_DEADLINE_QUEUE = os.environ.get("DEADLINE_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-deadlines")
+# The beat lease's name in Redis (infra.beat_lease): one per deployment sharing a Redis.
+BEAT_LEASE_KEY = f"{CELERY_TASK_DEFAULT_QUEUE}:beat-lease"
 CELERY_TASK_ROUTES = {
     "agents.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
     "agents.tasks.expire_suspension": {"queue": CELERY_DEADLINE_QUEUE},
@@ -425,6 +435,12 @@ THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 # A thread that should run but has not been picked up for this long is enqueued again.
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
+# One beat sends the sweeps at a time, whatever the number of machines: it holds a lease of this
+# many seconds, renewed at each tick; a beat that dies or hangs loses it, and a waiting beat takes
+# over within this time (gateway.beat, infra.beat_lease). Keep the machines' clocks synchronised.
+BEAT_LEASE_SECONDS = envint("BEAT_LEASE_SECONDS", 15)
+# /readyz answers 503 when the sweeper has not run for this long (a dead beat or deadlines worker).
+SWEEP_STALE_SECONDS = envint("SWEEP_STALE_SECONDS", 60)
 DEFAULT_BLOCKING_TIMEOUT = envint("DEFAULT_BLOCKING_TIMEOUT", 3600)
 # One tool call may run this long; past it the call is stopped where it waits, the model gets
 # an error result for it, and the run goes on (agents.runtime.time_limit says why this is not

@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 from a2a_server.card import agent_card
 from approvals import openapi
 from approvals.api import decisions, events, extend, external, replies, suspensions, threads
+from gateway import readiness
 
 api_patterns = [
     path("threads", threads.threads),
@@ -30,6 +31,8 @@ api_patterns = [
 ]
 
 urlpatterns = [
+    # Readiness (the database, the broker, the channel layer, the sweeper); /healthz is liveness.
+    path("readyz", readiness.ready, name="ready"),
     path("api/", include("webhooks.urls")),
     path("api/", include(api_patterns)),
     # A2A: the agent card; the JSON-RPC endpoint /a2a is served beside Django (gateway.asgi).

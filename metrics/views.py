@@ -22,6 +22,7 @@ from approvals.openapi import Answer, Query, operation
 from metrics import charts
 from metrics.collector import GatewayCollector
 from metrics.conversations import parse_window, series, summary
+from metrics.operations import OperationsCollector
 
 # The page's windows: how long, and in how many buckets.
 WINDOWS = {
@@ -60,6 +61,7 @@ def prometheus(request: HttpRequest) -> HttpResponse:
         return response
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GatewayCollector())
+    registry.register(OperationsCollector())
     encode, content_type = choose_encoder(request.headers.get("Accept", ""))
     return HttpResponse(encode(registry), content_type=content_type)
 

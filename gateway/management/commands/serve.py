@@ -1,5 +1,6 @@
-"""`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat together;
-Ctrl-C stops them all. It says when each is ready, and "Serving on URL" once all are."""
+"""`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat, all of them
+(`--role all`, the default) or the roles a machine runs (`--role web --role worker`); Ctrl-C stops
+them all. It says when each is ready, and "Serving on URL" (or "Running") once all are."""
 
 import http.client
 import os
@@ -21,10 +22,14 @@ MAX_RESTARTS = 5
 RESTART_WINDOW = 60.0
 # While something is not ready after this many seconds, serve says what it still waits for.
 SLOW_START = 30.0
+ROLES = ("web", "worker", "deadlines", "beat")
 
 
 class Command(BaseCommand):
-    help = "Run daphne, the Celery workers (runs, and deadlines) and beat until interrupted."
+    help = (
+        "Run the web server, the run workers, the deadlines worker and the sweeper's beat (or "
+        "the roles given) until interrupted."
+    )
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -42,8 +47,28 @@ class Command(BaseCommand):
             default=int(os.environ.get("WEB_PROCESSES", "1")),
             help="daphne processes sharing the port (each runs its own socket hub)",
         )
+        parser.add_argument(
+            "--role",
+            action="append",
+            choices=[*ROLES, "all"],
+            help="what this machine runs; repeat for several (default: all). Beat takes a "
+            "lease, so one beat sweeps at a time whatever the number of machines",
+        )
+        parser.add_argument(
+            "--proxy-headers",
+            action="store_true",
+            default=settings.PROXY_HEADERS,
+            help="take the client's address from X-Forwarded-For when the peer is one of "
+            "TRUSTED_PROXIES (default: the PROXY_HEADERS setting)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        roles = set(options["role"] or ["all"])
+        if "all" in roles:
+            roles = set(ROLES)
+        if options["proxy_headers"]:
+            # Read by gateway.asgi in the daphne processes (infra.forwarded).
+            os.environ["PROXY_HEADERS"] = "true"
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         web = options["web_processes"]
@@ -51,7 +76,7 @@ class Command(BaseCommand):
             raise CommandError("--web-processes must be at least 1.")
         listener = None
         bind = ["-b", options["host"], "-p", str(options["port"])]
-        if web > 1:
+        if web > 1 and "web" in roles:
             # One listening socket, opened here and inherited: the kernel hands each new
             # connection to one of the daphne processes.
             family = socket.AF_INET6 if ":" in options["host"] else socket.AF_INET
@@ -60,25 +85,27 @@ class Command(BaseCommand):
             listener.bind((options["host"], options["port"]))
             listener.listen(1024)
             listener.set_inheritable(True)
-        daphne = (
-            [py, "-m", "daphne", *bind, "gateway.asgi:application"]
-            if web == 1
-            else [
-                # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID), which
-                # Twisted, under daphne, knows how to adopt.
-                py,
-                "-c",
-                "import os, sys; os.dup2(int(sys.argv[1]), 3);"
-                " os.environ.update(LISTEN_FDS='1', LISTEN_FDNAMES='web',"
-                " LISTEN_PID=str(os.getpid()));"
-                " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
-                str(listener.fileno()),
-                "-e",
-                f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
-                "gateway.asgi:application",
-            ]
-        )
-        commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
+        commands: dict[str, list[str]] = {}
+        if "web" in roles:
+            daphne = (
+                [py, "-m", "daphne", *bind, "gateway.asgi:application"]
+                if web == 1
+                else [
+                    # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID),
+                    # which Twisted, under daphne, knows how to adopt.
+                    py,
+                    "-c",
+                    "import os, sys; os.dup2(int(sys.argv[1]), 3);"
+                    " os.environ.update(LISTEN_FDS='1', LISTEN_FDNAMES='web',"
+                    " LISTEN_PID=str(os.getpid()));"
+                    " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
+                    str(listener.fileno()),
+                    "-e",
+                    f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
+                    "gateway.asgi:application",
+                ]
+            )
+            commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
         # Celery through gateway.celery_ready, which creates a file once the worker consumes
         # or beat runs: "ready" below means that, not merely "started".
         celery = [py, "-m", "gateway.celery_ready", "-A", "gateway"]
@@ -104,18 +131,22 @@ class Command(BaseCommand):
             }
         else:
             workers = {"worker": [*run_worker, "-c", str(steps)]}
-        commands.update(
-            {
-                **workers,
-                # Deadlines and the sweeper on a worker of their own: never behind the runs.
-                "deadlines": [
-                    *celery,
-                    *("worker", "-l", "warning", "-c", "1", *quiet),
-                    *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
-                ],
-                "beat": [*celery, "beat", "-l", "warning", "-s", schedule],
-            }
-        )
+        if "worker" in roles:
+            commands.update(workers)
+        if "deadlines" in roles:
+            # Deadlines and the sweeper on a worker of their own: never behind the runs.
+            commands["deadlines"] = [
+                *celery,
+                *("worker", "-l", "warning", "-c", "1", *quiet),
+                *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
+            ]
+        if "beat" in roles:
+            # gateway.beat's scheduler sends nothing until it holds the beat lease (and logs
+            # when it takes, loses or waits for it).
+            commands["beat"] = [
+                *celery,
+                *("beat", "-l", "warning", "-s", schedule, "-S", "gateway.beat:LeasedScheduler"),
+            ]
         # Where people open the site, unless the deployment says: the events socket accepts
         # session pages from there only (WEBSOCKET_ALLOWED_ORIGINS defaults to it).
         host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
@@ -172,10 +203,12 @@ class Command(BaseCommand):
                 for name in self._ready(waiting, ready_dir, probe, options["port"]):
                     waiting.discard(name)
                     self.stdout.write(f"{name} ready")
-                if not waiting:
+                if not waiting and "web" in roles:
                     self.stdout.write(
                         f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
                     )
+                elif not waiting:
+                    self.stdout.write(f"Running {', '.join(procs)}  (Ctrl-C stops them)")
                 elif time.monotonic() - said > SLOW_START:
                     said = time.monotonic()
                     self.stdout.write(
