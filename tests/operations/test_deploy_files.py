@@ -59,3 +59,31 @@ class DeployFilesTestCase:
             assert not re.search(r"^User=root$", text, re.M)
         assert sorted(roles) == sorted(ROLES)
         assert Path(ROOT / "deploy" / "gateway.env.example").exists()
+
+    def test_the_images_static_files_are_collected_as_its_build_collects_them(
+        self, tmp_path: Path
+    ) -> None:
+        # The Dockerfile's build step, run here as written (no Docker on the test machines):
+        # collectstatic with a throwaway key into STATIC_ROOT, which whitenoise serves from.
+        import os
+        import subprocess
+        import sys
+
+        step = re.search(
+            r"&& (SECRET_KEY=\S+) python manage.py (collectstatic [^\n\\]+)",
+            (ROOT / "Dockerfile").read_text(),
+        )
+        assert step, "the Dockerfile no longer collects the static files"
+        key = step.group(1).split("=", 1)[1]
+        env = dict(
+            os.environ, SECRET_KEY=key, STATIC_ROOT=str(tmp_path), GATEWAY_DATA_DIR=str(tmp_path)
+        )
+        env.pop("DATABASE_URL", None)
+        subprocess.run(
+            [sys.executable, "manage.py", *shlex.split(step.group(2))],
+            cwd=ROOT,
+            env=env,
+            check=True,
+        )
+        for page_file in ("js/inbox.js", "js/select.js", "js/keys.js", "css/app.css"):
+            assert (tmp_path / page_file).is_file(), f"{page_file} is not in the image"
