@@ -29,8 +29,8 @@ class FileLeaseTestCase:
 def _redis_url() -> str:
     url = os.environ.get("REDIS_URL", "")
     if not url:
-        if os.environ.get("CI") == "true":
-            pytest.fail("REDIS_URL is not set; CI runs this test against Redis", pytrace=False)
+        # The embedded half of `make test` has no Redis; its PostgreSQL + Redis half runs this
+        # (and in CI fails when Redis is missing: the Makefile's test-postgres).
         pytest.skip("REDIS_URL is not set: the Redis lease needs a Redis")
     return url
 

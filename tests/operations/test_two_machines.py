@@ -32,10 +32,14 @@ METRICS_TOKEN = "two-machines-metrics"
 
 def _services() -> tuple[str, str]:
     database, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
-    if not database.startswith("postgres") or not redis_url:
-        message = "two machines share PostgreSQL and Redis: set DATABASE_URL and REDIS_URL"
+    if not database.startswith("postgres"):
+        # The embedded half of `make test`; its PostgreSQL + Redis half runs this test (and in
+        # CI that half fails when either service is missing: the Makefile's test-postgres).
+        pytest.skip("two machines share PostgreSQL and Redis: the embedded setup has neither")
+    if not redis_url:
+        message = "two machines share Redis: set REDIS_URL beside DATABASE_URL"
         if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI runs this test against both)", pytrace=False)
+            pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return database, redis_url
 
