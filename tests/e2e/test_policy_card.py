@@ -2,21 +2,18 @@
 card read-only with why (they started the run; they already approved), the count of a quorum
 ("1 of 2 approvals") moves live in another reviewer's browser, and the last approval decides."""
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from agents.models import Suspension
-from tests.conftest import ARTIFACTS, wait_for
+from tests.conftest import wait_for
 from tests.e2e.conftest import PHONE, Site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
 DESKTOP = {"width": 1366, "height": 900}
-SHOTS = Path("/tmp/h1")
 
 AGENTS = """
 agents:
@@ -45,8 +42,6 @@ class PolicyCardTestCase:
 
     def shoot(self, page: Any, name: str) -> None:
         self.site.shoot(page, name)
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ARTIFACTS / f"{name}.png", SHOTS / f"{name}.png")
 
     def start(self, who: str) -> Suspension:
         r = self.site.api(who).post("/api/threads", {"agent": "twokeys", "message": "pay"})
