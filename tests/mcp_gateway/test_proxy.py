@@ -15,6 +15,10 @@ from tests.external.conftest import Later, Reviewer, token
 from tests.mcp_gateway.conftest import Upstream, call, list_tools
 
 
+def request_id(s: dict[str, Any]) -> Any:
+    return Suspension.objects.get(pk=s["id"]).pk
+
+
 def text(result: Any) -> str:
     return " ".join(c.text for c in result.content)
 
@@ -62,6 +66,9 @@ class ProxyTestCase:
         assert done["authorization"] == "Bearer upstream-secret"
         assert done["meta"]["io.github.approval-gateway/idempotency-key"] == s["id"]
         assert UpstreamCall.objects.get().state == UpstreamCall.State.DONE
+        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert event.suspension_id == request_id(s) and event.payload["gated"] is True
+        assert event.actor_id == self.caller.pk and event.payload["outcome"] == "ok"
         request = Suspension.objects.get()
         assert request.agent_name == "files" and request.tool_name == "delete_file"
         assert request.tool_schema["properties"]["path"]["type"] == "string"
