@@ -21,6 +21,9 @@ tool; a tool's own ladder replaces the agent's whole (agents.runtime.ladder).
 Policy: who may decide the agent's requests and how (groups, four_eyes, quorum, auto_approve,
 auto_reject), with `tools: {name: the same keys}` for one of its tools (agents.policy). Its
 groups must exist when the file is loaded.
+
+Other sections: `mcp_servers` (upstream MCP servers) belongs to mcp_gateway, which sits above
+this app; load() hands it over through `sections_loaded`, in the same transaction.
 """
 
 from pathlib import Path
@@ -29,6 +32,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 from django.db import transaction
+from django.dispatch import Signal
 
 from agents import versions
 from agents.models import AgentDefinition
@@ -64,6 +68,13 @@ FIELDS = {
 }
 
 
+# Top-level sections of an agent file that other apps own: `mcp_servers` (mcp_gateway, which
+# sits above agents and so hears of them through `sections_loaded`). A receiver raises
+# AgentFileError for a section it refuses, which undoes the whole load.
+SECTIONS = ("mcp_servers",)
+sections_loaded = Signal()  # sections: [(path, {section: value})]
+
+
 class AgentFileError(ValueError):
     """The file cannot be loaded; the message names the file, the agent and the field."""
 
@@ -76,6 +87,8 @@ def parse(
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise AgentFileError(f"{source}: not valid YAML: {e}") from e
+    if isinstance(data, dict) and "agents" not in data and set(data) <= set(SECTIONS):
+        data = {**data, "agents": []}  # a file of other sections only (mcp_servers)
     if not isinstance(data, dict) or not isinstance(data.get("agents"), list):
         raise AgentFileError(f"{source}: expected a mapping with an 'agents' list")
     agents = []
@@ -275,14 +288,24 @@ def check_policy_groups(specs: list[dict[str, Any]], sources: dict[str, str]) ->
             )
 
 
+def sections_of(text: str) -> dict[str, Any]:
+    """The file's sections other apps own (SECTIONS), as written; parse() checked the YAML."""
+    data = yaml.safe_load(text)
+    return {key: data[key] for key in SECTIONS if key in data}
+
+
 def load(
     paths: list[Path], tools: ToolRegistry | None = None
 ) -> list[tuple[AgentDefinition, bool]]:
-    """Create or update agents by name from the files; all or nothing."""
+    """Create or update agents by name from the files; all or nothing. The sections other
+    apps own go to their receivers of `sections_loaded`, in the same transaction."""
     specs = []
     sources = {}
+    sections: list[tuple[str, dict[str, Any]]] = []
     for path in paths:
-        parsed = parse(Path(path).read_text(), str(path), tools)
+        text = Path(path).read_text()
+        parsed = parse(text, str(path), tools)
+        sections.append((str(path), sections_of(text)))
         specs.extend(parsed)
         sources.update({spec["name"]: str(path) for spec in parsed})
     with transaction.atomic():
@@ -297,6 +320,7 @@ def load(
         # A changed definition is kept as a new version, never overwritten (agents.versions).
         for agent, _ in loaded:
             versions.record(agent)
+        sections_loaded.send(sender=AgentDefinition, sections=sections)
         return loaded
 
 

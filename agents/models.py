@@ -470,6 +470,9 @@ class Event(models.Model):
         TOKEN_CREATED = "TOKEN_CREATED"
         TOKEN_REVOKED = "TOKEN_REVOKED"
         AGENT_VERSION_CREATED = "AGENT_VERSION_CREATED"
+        # An MCP tool call relayed by mcp_gateway without a person: caller, tool, args hash,
+        # duration, outcome.
+        MCP_TOOL_CALLED = "MCP_TOOL_CALLED"
 
     id = models.BigAutoField(primary_key=True)
     # PROTECT: a thread or suspension with a trail is never deleted (the trail is

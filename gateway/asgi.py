@@ -32,6 +32,7 @@ from access.auth import WebSocketAuth  # noqa: E402
 from approvals import external_wait  # noqa: E402
 from approvals.routing import websocket_urlpatterns  # noqa: E402
 from infra.forwarded import ProxyHeaders, networks  # noqa: E402
+from mcp_gateway import proxy as mcp_proxy  # noqa: E402
 
 
 class _WebRequest(http_protocol.WebRequest):
@@ -64,8 +65,9 @@ class DjangoHTTP(WsgiToAsgi):
 
 class HTTPRouter:
     """/a2a is answered in the event loop (a2a_server.rpc: its streams stay open for as long
-    as a task runs, which must not hold a worker thread), and so is a long poll of an outside
-    agent's request (approvals.external_wait); everything else by Django."""
+        as a task runs, which must not hold a worker thread), and so is a long poll of an outside
+        agent's request (approvals.external_wait), and so is /mcp/<name> (mcp_gateway.proxy: a
+    gated tool call is held until it is decided); everything else by Django."""
 
     def __init__(self, django: DjangoHTTP) -> None:
         self.django = django
@@ -73,6 +75,9 @@ class HTTPRouter:
     async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
         if scope["path"] == "/a2a":
             await a2a_application(scope, receive, send)
+        elif mcp_proxy.handles(scope):
+            # An MCP endpoint: a gated call is held in the loop until it is decided.
+            await mcp_proxy.application(scope, receive, send)
         elif external_wait.handles(scope):
             # A long poll of an outside agent's request: it waits in the loop, not a thread.
             await external_wait.application(scope, receive, send)

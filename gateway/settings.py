@@ -141,6 +141,7 @@ INSTALLED_APPS = [
     "access",
     "approvals",
     "a2a_server",
+    "mcp_gateway",
     "presence",
     "notify",
     "webhooks",
@@ -568,3 +569,9 @@ LOGGING = {
         "axes.apps": {"level": "WARNING"},
     },
 }
+
+# MCP (mcp_gateway): how long a gated tools/call is held waiting for a decision before it
+# answers "pending" (a retry attaches to the same request), below common client timeouts; and
+# how long an upstream's tools/list is kept.
+MCP_HOLD_SECONDS = envint("MCP_HOLD_SECONDS", 50)
+MCP_TOOLS_CACHE_SECONDS = envint("MCP_TOOLS_CACHE_SECONDS", 30)

@@ -1,0 +1,154 @@
+"""The writes of an MCP call: a gated call's request (raised, or attached to on a retry), the
+claim of its one upstream call, and the audit event of every call."""
+
+from typing import Any
+from uuid import UUID
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from access import admission
+from agents import events, external
+from agents.hashing import canonical_hash
+from agents.models import AgentDefinition, Event, Suspension, Thread
+from mcp_gateway.models import Upstream, UpstreamCall
+from mcp_gateway.upstreams import override
+
+ATTEMPTS = 3
+
+
+def run_id(agent: AgentDefinition, user: Any) -> str:
+    """The caller's run: one thread per caller and upstream, so its calls are grouped on one
+    thread page; a new one once a reviewer has cancelled it (a cancelled run takes no more
+    requests: agents.external.RunEnded)."""
+    prefix = f"mcp:{user.pk}:"
+    ended = Thread.objects.filter(
+        agent=agent,
+        created_by=user,
+        external_run_id__startswith=prefix,
+        status__in=(Thread.Status.COMPLETED, Thread.Status.FAILED, Thread.Status.CANCELLED),
+    ).count()
+    return f"{prefix}{ended + 1}"
+
+
+def call_key(user: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """The idempotency key of a call: the same caller, tool and arguments give the same key,
+    so a retry of a held call finds the request it raised."""
+    return canonical_hash({"caller": user.pk, "tool": tool, "arguments": arguments})[:64]
+
+
+def _open_request(
+    agent: AgentDefinition, user: Any, run: str, key: str
+) -> tuple[Suspension | None, int]:
+    """The latest request of this key the caller has not yet been answered (resumed_at is set
+    when its answer reached the client: agents.external.acknowledge), and how many there were."""
+    made = list(
+        Suspension.objects.select_related("thread")
+        .filter(
+            thread__agent=agent,
+            thread__created_by=user,
+            thread__external_run_id=run,
+            tool_use_id__startswith=key,
+        )
+        .order_by("-created_at")
+    )
+    latest = made[0] if made else None
+    if latest is not None and latest.resumed_at is None:
+        return latest, len(made)
+    return None, len(made)
+
+
+def attach_or_raise(
+    upstream: Upstream, user: Any, tool: str, arguments: dict[str, Any], described: Any
+) -> Suspension:
+    """The request for this call: the one a retry attaches to, else a new one, raised as
+    POST /api/requests raises an outside agent's (kind confirmation, the upstream's name as
+    the agent, the tool's input schema so the card's editor works). Raises ratelimits.Limited."""
+    agent = external.agent_for(upstream.name, user)
+    # The upstream's policy and reminders, in the shape raise_request reads them from.
+    rules = AgentDefinition(
+        name=upstream.name, policy=upstream.policy, reminders=upstream.reminders
+    )
+    key = call_key(user, tool, arguments)
+    timeout, on_timeout = override(upstream, tool)
+    for _ in range(ATTEMPTS):
+        run = run_id(agent, user)
+        found, count = _open_request(agent, user, run, key)
+        if found is not None:
+            return found
+        request = external.Request(
+            agent=upstream.name,
+            run_id=run,
+            tool=tool,
+            arguments=arguments,
+            schema=described.input_schema or {},
+            prompt=f"{user.username} asks to run {tool} on {upstream.name}.",
+            kind=Suspension.Kind.CONFIRMATION,
+            timeout=timeout,
+            on_timeout=on_timeout,
+            key=key if count == 0 else f"{key}-{count}",
+            description=described.description or "",
+        )
+        try:
+            with admission.admitted(agent):
+                return external.raise_request(agent, rules, request, user)
+        except (IntegrityError, external.RunEnded):
+            continue
+    raise IntegrityError("Another call raised this request meanwhile.")
+
+
+def reread(pk: UUID) -> Suspension:
+    return Suspension.objects.select_related("thread").get(pk=pk)
+
+
+def claim(s: Suspension, arguments: dict[str, Any]) -> tuple[UpstreamCall, bool]:
+    """The one upstream call of an approved request: (its row, True when this caller claimed
+    it and must make the call). The unique suspension decides who won."""
+    try:
+        with transaction.atomic():
+            return UpstreamCall.objects.create(suspension=s, arguments=arguments), True
+    except IntegrityError:
+        return UpstreamCall.objects.get(suspension=s), False
+
+
+def finish(call: UpstreamCall, user: Any, result: dict[str, Any], seconds: float) -> None:
+    """The upstream answered (or failed): its result kept, and the call in the trail."""
+    s = call.suspension
+    with transaction.atomic():
+        UpstreamCall.objects.filter(pk=call.pk).update(
+            state=UpstreamCall.State.DONE, result=result, finished_at=timezone.now()
+        )
+        record(user, s.agent_name, s.tool_name, call.arguments, result, seconds, s)
+
+
+def record(
+    user: Any,
+    upstream: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: dict[str, Any],
+    seconds: float,
+    s: Suspension | None = None,
+) -> None:
+    """MCP_TOOL_CALLED: who called which tool, with what (its hash), how long, and how it
+    ended. The arguments themselves are the request's, when one was raised."""
+    with transaction.atomic():
+        events.record(
+            Event.Type.MCP_TOOL_CALLED,
+            thread_id=s.thread_id if s else None,
+            suspension_id=s.pk if s else None,
+            actor=user,
+            payload={
+                "agent": upstream,
+                "tool": tool,
+                "args_hash": canonical_hash(arguments),
+                "duration_ms": round(seconds * 1000, 1),
+                "outcome": "error" if result.get("isError") else "ok",
+                "gated": s is not None,
+            },
+        )
+
+
+def done_result(pk: int) -> dict[str, Any] | None:
+    call = UpstreamCall.objects.get(pk=pk)
+    return call.result if call.state == UpstreamCall.State.DONE else None

@@ -1,0 +1,65 @@
+"""Calls to an upstream MCP server, through the official client over streamable HTTP."""
+
+import time
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from django.conf import settings
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_gateway.models import Upstream
+from mcp_gateway.upstreams import expand
+
+# upstream name -> (monotonic time it was read, url, its tools in its order)
+_tools: dict[str, tuple[float, str, list[types.Tool]]] = {}
+
+
+def _client(upstream: Upstream) -> Client:
+    http = httpx2.AsyncClient(
+        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None)
+    )
+    return Client(streamable_http_client(upstream.url, http_client=http), mode="legacy", cache=None)
+
+
+async def tools(upstream: Upstream) -> list[types.Tool]:
+    """The upstream's tools, in its order, kept MCP_TOOLS_CACHE_SECONDS."""
+    kept = _tools.get(upstream.name)
+    if (
+        kept
+        and kept[1] == upstream.url
+        and time.monotonic() - kept[0] < settings.MCP_TOOLS_CACHE_SECONDS
+    ):
+        return kept[2]
+    listed: list[types.Tool] = []
+    async with _client(upstream) as client:
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    _tools[upstream.name] = (time.monotonic(), upstream.url, listed)
+    return listed
+
+
+async def call(
+    upstream: Upstream, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+) -> types.CallToolResult:
+    """The upstream's answer; an upstream that fails or cannot be reached is a result with
+    isError, saying so (the caller records it as the call's outcome)."""
+    try:
+        async with _client(upstream) as client:
+            return await client.call_tool(tool, arguments, meta=meta)
+    except Exception as e:  # any failure of the upstream is the call's result
+        return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
+
+
+def failed(text: str, **meta: Any) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        isError=True,
+        **({"_meta": meta} if meta else {}),
+    )

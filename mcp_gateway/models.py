@@ -1,0 +1,51 @@
+"""Upstream MCP servers and the durable claim of a gated call's one upstream call."""
+
+from django.db import models
+
+from agents.models import Suspension
+
+
+class Upstream(models.Model):
+    """An MCP server put behind the gateway, declared under `mcp_servers:` in an agent file.
+
+    A model of its own rather than an AgentDefinition: an upstream has a URL, headers and
+    per-tool overrides an agent has not, and no model, prompt or tools of the gateway's. Its
+    requests still hang on an AgentDefinition of its name (agents.external.agent_for), as an
+    outside agent's do, so the inbox and the audit trail treat them alike."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    url = models.URLField(max_length=500)
+    # As written in the file: `${NAME}` is replaced from the environment at call time
+    # (mcp_gateway.upstreams.expand), so no secret is stored here.
+    headers = models.JSONField(default=dict, blank=True)
+    trust_annotations = models.BooleanField(default=False)
+    # {tool: {execution_mode, timeout, on_timeout}}
+    tool_overrides = models.JSONField(default=dict, blank=True)
+    policy = models.JSONField(default=dict, blank=True)
+    reminders = models.JSONField(default=list, blank=True)
+    source = models.CharField(max_length=500, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UpstreamCall(models.Model):
+    """The upstream call an approved request allows, claimed once: the unique suspension
+    means a retry, a second client or a second process finds this row and waits for its
+    result instead of calling the upstream again (mcp_gateway.gated.run_approved)."""
+
+    class State(models.TextChoices):
+        CLAIMED = "claimed"
+        DONE = "done"
+
+    suspension = models.OneToOneField(Suspension, models.PROTECT, related_name="mcp_call")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.CLAIMED)
+    arguments = models.JSONField(default=dict)
+    # The CallToolResult as the upstream answered it (its JSON, by alias), or the error.
+    result = models.JSONField(null=True, blank=True)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.suspension_id} {self.state}"

@@ -1,0 +1,105 @@
+"""Upstreams as agent files declare them (`mcp_servers:`), and what each tool's mode is."""
+
+import os
+import re
+from typing import Any
+
+from agents.agentfiles import AgentFileError
+from agents.rules import PolicyError, check_policy
+from agents.runtime.ladder import build_ladder
+from agents.runtime.tools import BLOCKING, IMMEDIATE, ON_TIMEOUT
+from mcp_gateway.models import Upstream
+
+NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
+FIELDS = {"name", "url", "headers", "trust_annotations", "tool_overrides", "policy", "reminders"}
+OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
+# `${NAME}` in a header's value: the environment variable, read at call time.
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DEFAULT_TIMEOUT = 3600
+
+
+def store_sections(sender: Any, sections: list[tuple[str, dict[str, Any]]], **kwargs: Any) -> None:
+    """agents.agentfiles.sections_loaded: create or update the files' upstreams by name."""
+    for source, found in sections:
+        servers = found.get("mcp_servers")
+        if servers is None:
+            continue
+        if not isinstance(servers, list):
+            raise AgentFileError(f"{source}: 'mcp_servers' must be a list")
+        for i, spec in enumerate(servers):
+            fields = check(spec, f"{source}: mcp_servers[{i}]")
+            Upstream.objects.update_or_create(
+                name=fields.pop("name"), defaults={**fields, "source": source}
+            )
+
+
+def check(spec: Any, where: str) -> dict[str, Any]:
+    """One upstream's fields as stored; raises AgentFileError naming the field."""
+    if not isinstance(spec, dict):
+        raise AgentFileError(f"{where}: expected a mapping")
+    unknown = set(spec) - FIELDS
+    if unknown:
+        raise AgentFileError(f"{where}: unknown field(s) {sorted(unknown)}")
+    name = spec.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise AgentFileError(f"{where}: 'name' must be a slug (letters, digits, - and _)")
+    where = f"{where} '{name}'"
+    url = spec.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise AgentFileError(f"{where}: 'url' must be an http(s) URL (streamable HTTP)")
+    headers = spec.get("headers") or {}
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise AgentFileError(f"{where}: 'headers' must map names to text")
+    overrides = spec.get("tool_overrides") or {}
+    if not isinstance(overrides, dict):
+        raise AgentFileError(f"{where}: 'tool_overrides' must map tool names to settings")
+    for tool, o in overrides.items():
+        if not isinstance(o, dict) or set(o) - OVERRIDE_FIELDS:
+            raise AgentFileError(
+                f"{where}: tool_overrides.{tool}: one of {sorted(OVERRIDE_FIELDS)}"
+            )
+        if o.get("execution_mode", BLOCKING) not in (BLOCKING, IMMEDIATE):
+            raise AgentFileError(
+                f"{where}: tool_overrides.{tool}.execution_mode: {BLOCKING} or {IMMEDIATE}"
+            )
+        if not isinstance(o.get("timeout", 1), int) or o.get("timeout", 1) < 1:
+            raise AgentFileError(f"{where}: tool_overrides.{tool}.timeout: whole seconds")
+        if o.get("on_timeout", ON_TIMEOUT[0]) not in ON_TIMEOUT:
+            raise AgentFileError(f"{where}: tool_overrides.{tool}.on_timeout: one of {ON_TIMEOUT}")
+    try:
+        policy = check_policy(spec.get("policy"), where)
+        reminders = list(build_ladder(spec.get("reminders")).reminders)
+    except (PolicyError, ValueError) as e:
+        raise AgentFileError(f"{where}: {e}") from e
+    return {
+        "name": name,
+        "url": url,
+        "headers": headers,
+        "trust_annotations": bool(spec.get("trust_annotations", False)),
+        "tool_overrides": overrides,
+        "policy": policy,
+        "reminders": reminders,
+    }
+
+
+def expand(headers: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The headers with `${NAME}` replaced from the environment (empty when unset)."""
+    env = os.environ if environ is None else environ
+    return {k: VARIABLE.sub(lambda m: env.get(m.group(1), ""), v) for k, v in headers.items()}
+
+
+def is_immediate(upstream: Upstream, tool: str, read_only: bool) -> bool:
+    """Every tool waits for a person unless its override says immediate, or it says it only
+    reads and the upstream's annotations are trusted (the specification calls them hints)."""
+    mode = upstream.tool_overrides.get(tool, {}).get("execution_mode")
+    if mode is not None:
+        return mode == IMMEDIATE
+    return upstream.trust_annotations and read_only
+
+
+def override(upstream: Upstream, tool: str) -> tuple[int, str]:
+    """The tool's (timeout, on_timeout) for its requests."""
+    o = upstream.tool_overrides.get(tool, {})
+    return int(o.get("timeout", DEFAULT_TIMEOUT)), o.get("on_timeout", "reject")

@@ -1,0 +1,165 @@
+"""/mcp/<name> with the official MCP client: tools pass through, gated calls wait for a
+person, and the upstream runs once per approval."""
+
+from typing import Any
+
+import httpx
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from agents.models import Event, Suspension
+from mcp_gateway.models import UpstreamCall
+from tests.conftest import wait_for
+from tests.external.conftest import Later, Reviewer, token
+from tests.mcp_gateway.conftest import Upstream, call, list_tools
+
+
+def request_id(s: dict[str, Any]) -> Any:
+    return Suspension.objects.get(pk=s["id"]).pk
+
+
+def text(result: Any) -> str:
+    return " ".join(c.text for c in result.content)
+
+
+class ProxyTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(
+        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
+    ) -> None:
+        self.upstream = files
+        self.url = f"{gateway_url}/mcp/files"
+        self.reviewer = reviewer
+        self.caller = users["operator"]
+        self.token = token(self.caller, "runs")
+
+    def call_later(self, tool: str, arguments: dict[str, Any]) -> Later:
+        return Later(lambda: call(self.url, self.token, tool, arguments))
+
+    def test_it_lists_the_upstreams_tools_in_order_with_their_annotations(self) -> None:
+        tools = list_tools(self.url, self.token)
+        assert [t.name for t in tools] == ["read_note", "delete_file"]
+        assert tools[0].annotations.read_only_hint is True
+        assert tools[1].annotations.destructive_hint is True
+
+    def test_a_read_only_tool_passes_through_and_is_audited(self) -> None:
+        result = call(self.url, self.token, "read_note", {"name": "todo"})
+        assert not result.is_error and text(result) == "note todo: hello"
+        assert not Suspension.objects.exists()
+        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert event.actor_id == self.caller.pk
+        assert event.payload["tool"] == "read_note" and event.payload["outcome"] == "ok"
+        assert event.payload["args_hash"] and event.payload["duration_ms"] >= 0
+
+    def test_an_approval_with_an_edit_runs_the_upstream_once_with_the_edit(self) -> None:
+        held = self.call_later("delete_file", {"path": "/etc/passwd"})
+        s = self.reviewer.decide(
+            "files", {"approved": True, "modifiedArgs": {"path": "/tmp/scratch"}}
+        )
+        result = held.result()
+        assert not result.is_error, text(result)
+        assert text(result) == "deleted /tmp/scratch"
+        [done] = self.upstream.deleted()
+        assert done["path"] == "/tmp/scratch"
+        # The headers' ${ENV} came from the gateway's environment; the request id rode _meta.
+        assert done["authorization"] == "Bearer upstream-secret"
+        assert done["meta"]["io.github.approval-gateway/idempotency-key"] == s["id"]
+        assert UpstreamCall.objects.get().state == UpstreamCall.State.DONE
+        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert event.suspension_id == request_id(s) and event.payload["gated"] is True
+        assert event.actor_id == self.caller.pk and event.payload["outcome"] == "ok"
+        request = Suspension.objects.get()
+        assert request.agent_name == "files" and request.tool_name == "delete_file"
+        assert request.tool_schema["properties"]["path"]["type"] == "string"
+
+    def test_a_rejection_reaches_the_client_and_the_upstream_never_runs(self) -> None:
+        held = self.call_later("delete_file", {"path": "/srv"})
+        self.reviewer.decide("files", {"approved": False, "reason": "not that one"})
+        result = held.result()
+        assert result.is_error
+        assert "not that one" in text(result) and "alice" in text(result)
+        assert self.upstream.deleted() == []
+        assert not UpstreamCall.objects.exists()
+
+    def test_a_held_call_gives_up_and_its_retry_attaches_to_the_same_request(self) -> None:
+        first = call(self.url, self.token, "delete_file", {"path": "/var/log"})
+        assert first.is_error and "pending" in text(first)
+        [s] = Suspension.objects.all()
+        assert str(s.pk) in text(first)
+        retry = self.call_later("delete_file", {"path": "/var/log"})
+        self.reviewer.decide("files", {"approved": True})
+        result = retry.result()
+        assert text(result) == "deleted /var/log"
+        assert Suspension.objects.count() == 1
+        assert len(self.upstream.deleted()) == 1
+        # Answered: the same call again is a new request, not the old approval spent twice.
+        again = self.call_later("delete_file", {"path": "/var/log"})
+        wait_for(lambda: Suspension.objects.count() == 2, what="a second request")
+        self.reviewer.decide("files", {"approved": False, "reason": "once is enough"})
+        assert again.result().is_error
+        assert len(self.upstream.deleted()) == 1
+
+
+class BadInputTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, files: Upstream, gateway_url: str, users: dict[str, Any]) -> None:
+        self.upstream = files
+        self.gateway = gateway_url
+        self.url = f"{gateway_url}/mcp/files"
+        self.token = token(users["operator"], "runs")
+
+    def post(self, path: str, body: Any, raw_token: str | None = None) -> httpx.Response:
+        headers = {"Accept": "application/json, text/event-stream"}
+        if raw_token is not None:
+            headers["Authorization"] = f"Bearer {raw_token}"
+        data = body if isinstance(body, str) else None
+        return httpx.post(
+            f"{self.gateway}{path}",
+            content=data,
+            json=None if data is not None else body,
+            headers={**headers, "Content-Type": "application/json"},
+            timeout=30,
+        )
+
+    def assert_nothing_happened(self) -> None:
+        assert not Suspension.objects.exists()
+        assert self.upstream.deleted() == []
+
+    def test_no_token_is_401(self) -> None:
+        r = self.post("/mcp/files", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == -31401
+        assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+    def test_a_token_without_the_scope_is_403(self, users: dict[str, Any]) -> None:
+        raw = token(users["reviewer"], "decide")
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "delete_file", "arguments": {"path": "/"}},
+        }
+        r = self.post("/mcp/files", body, raw)
+        assert r.status_code == 403 and r.json()["error"]["data"]["scope"] == "runs"
+        self.assert_nothing_happened()
+
+    def test_an_unknown_upstream_is_404(self) -> None:
+        r = self.post("/mcp/nope", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, self.token)
+        assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
+
+    def test_a_malformed_body_is_a_parse_error(self) -> None:
+        r = self.post("/mcp/files", '{"jsonrpc": "2.0", "id": 1, "meth', self.token)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32700
+        self.assert_nothing_happened()
+
+    def test_an_unknown_tool_is_an_error_and_raises_nothing(self) -> None:
+        with pytest.raises(MCPError, match="Unknown tool: format_disk") as refused:
+            call(self.url, self.token, "format_disk", {})
+        assert refused.value.code == INVALID_PARAMS
+        self.assert_nothing_happened()
+
+    def test_arguments_the_tool_refuses_raise_nothing(self) -> None:
+        with pytest.raises(MCPError, match="Invalid arguments for delete_file: path") as refused:
+            call(self.url, self.token, "delete_file", {"path": 5})
+        assert refused.value.code == INVALID_PARAMS
+        self.assert_nothing_happened()

@@ -1,0 +1,68 @@
+"""Upstreams declared under `mcp_servers:` in agent files (mcp_gateway.upstreams)."""
+
+from typing import Any
+
+import pytest
+
+from agents.agentfiles import AgentFileError
+from mcp_gateway.models import Upstream
+from mcp_gateway.upstreams import expand, is_immediate
+
+FILE = """
+mcp_servers:
+  - name: files
+    url: http://127.0.0.1:9301/mcp
+    headers: {Authorization: "Bearer ${FILES_TOKEN}"}
+    trust_annotations: true
+    tool_overrides:
+      delete_file: {execution_mode: blocking, timeout: 600, on_timeout: reject}
+      write_note: {execution_mode: immediate}
+    policy: {four_eyes: true}
+    reminders: [5m]
+"""
+
+
+class UpstreamsTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, load_agents: Any) -> None:
+        self.load = load_agents
+
+    def test_a_file_of_upstreams_alone_loads_and_keeps_headers_unexpanded(self) -> None:
+        self.load(FILE)
+        files = Upstream.objects.get(name="files")
+        assert files.headers == {"Authorization": "Bearer ${FILES_TOKEN}"}
+        assert files.reminders == [300] and files.policy == {"four_eyes": True}
+        assert expand(files.headers, {"FILES_TOKEN": "s3cret"}) == {
+            "Authorization": "Bearer s3cret"
+        }
+
+    def test_loading_again_updates_by_name(self) -> None:
+        self.load(FILE)
+        self.load(FILE.replace("9301", "9302"))
+        assert Upstream.objects.get().url == "http://127.0.0.1:9302/mcp"
+
+    def test_every_tool_waits_unless_declared_immediate_or_trusted_read_only(self) -> None:
+        self.load(FILE)
+        files = Upstream.objects.get()
+        assert is_immediate(files, "write_note", read_only=False)
+        assert is_immediate(files, "read_note", read_only=True)
+        assert not is_immediate(files, "delete_file", read_only=True)
+        assert not is_immediate(files, "rename", read_only=False)
+        files.trust_annotations = False
+        assert not is_immediate(files, "read_note", read_only=True)
+
+    @pytest.mark.parametrize(
+        "change, says",
+        [
+            (("name: files", "name: 'no spaces'"), "'name' must be a slug"),
+            (("url: http://127.0.0.1:9301/mcp", "url: ftp://x"), "'url'"),
+            (("execution_mode: blocking,", "execution_mode: later,"), "execution_mode"),
+            (("trust_annotations: true", "trust: true"), "unknown field"),
+        ],
+    )
+    def test_a_bad_upstream_is_refused_and_nothing_is_stored(
+        self, change: tuple[str, str], says: str
+    ) -> None:
+        with pytest.raises(AgentFileError, match=says):
+            self.load(FILE.replace(*change))
+        assert not Upstream.objects.exists()
