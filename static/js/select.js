@@ -25,6 +25,8 @@
   var running = false;
   // refused id -> {text, ids}: refusals of a group row that left, for the row that comes next.
   var carried = {};
+  // card id -> the refusal its card shows, shown again when the card is drawn again.
+  var notes = {};
 
   function members(card) {
     return card.dataset.members ? card.dataset.members.split(" ") : [card.dataset.id];
@@ -180,6 +182,7 @@
           var text = refusal(mine[0]);
           if (size[id] > 1) text = mine.length + " of " + size[id] + " refused: " + text;
           if (cards.byId(id)) {
+            notes[id] = text;
             cards.notice(cards.byId(id), text);
             return;
           }
@@ -224,7 +227,12 @@
       selected[card.dataset.id] = (selected[card.dataset.id] || []).concat(ids.filter(function (id) {
         return (selected[card.dataset.id] || []).indexOf(id) === -1;
       }));
-      cards.notice(card, note.text);
+      notes[card.dataset.id] = note.text;
+    });
+    list.querySelectorAll(":scope > .card[data-id]").forEach(function (card) {
+      var text = notes[card.dataset.id];
+      var p = card.querySelector(".notice");
+      if (text && p && p.hidden) cards.notice(card, text);
     });
   }
 
@@ -236,6 +244,7 @@
 
   /* A card that leaves the inbox (decided elsewhere, dismissed) leaves the selection. */
   document.addEventListener("gateway:left", function (event) {
+    delete notes[event.target.dataset.id];
     if (!selected[event.target.dataset.id]) return;
     delete selected[event.target.dataset.id];
     show();
@@ -252,6 +261,7 @@
       });
     } else if (what === "clear") {
       selected = {};
+      notes = {};
       say("");
       reason.value = "";
       show();
