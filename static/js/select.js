@@ -202,6 +202,9 @@
           text = failure + " " + text + "; " + plural(unsent, "was", "were") +
             " not answered and " + (unsent === 1 ? "stays" : "stay") + " selected: try again.";
         }
+        // The row that came in place of a group row that left may be drawn already, before
+        // its refusals were carried: it takes them over now (else when it is drawn).
+        takeOver();
         running = false;
         if (!failure && !refusedCount && body.approved === false) reason.value = "";
         say(text);
