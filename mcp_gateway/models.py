@@ -14,7 +14,9 @@ class Upstream(models.Model):
     outside agent's do, so the inbox and the audit trail treat them alike."""
 
     name = models.SlugField(max_length=100, unique=True)
-    url = models.URLField(max_length=500)
+    # Streamable HTTP; or, for a stdio server, `command` (its argv) and no url.
+    url = models.URLField(max_length=500, blank=True)
+    command = models.JSONField(default=list, blank=True)
     # As written in the file: `${NAME}` is replaced from the environment at call time
     # (mcp_gateway.upstreams.expand), so no secret is stored here.
     headers = models.JSONField(default=dict, blank=True)
@@ -33,7 +35,7 @@ class Upstream(models.Model):
 class UpstreamCall(models.Model):
     """The upstream call an approved request allows, claimed once: the unique suspension
     means a retry, a second client or a second process finds this row and waits for its
-    result instead of calling the upstream again (mcp_gateway.gated.run_approved)."""
+    result instead of calling the upstream again (mcp_gateway.runner)."""
 
     class State(models.TextChoices):
         CLAIMED = "claimed"
@@ -45,6 +47,11 @@ class UpstreamCall(models.Model):
     # The CallToolResult as the upstream answered it (its JSON, by alias), or the error.
     result = models.JSONField(null=True, blank=True)
     claimed_at = models.DateTimeField(auto_now_add=True)
+    # Who is making the call ("host:pid") and until when its hold lasts unless renewed: a
+    # claim whose lease ran out was left by a dead worker, and is finished as interrupted,
+    # never called again (mcp_gateway.runner).
+    worker = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
