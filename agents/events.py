@@ -20,9 +20,10 @@ from infra.compiled import insert
 
 EVENTS_GROUP = "events"
 
-# Sent once after each transaction that recorded events commits, in the committing process:
-# outward channels that keep their own cursor listen (webhooks.fanout.nudge). A receiver's
-# error is its own to log; it never reaches the caller.
+# Sent once after each transaction that recorded events commits, in the committing process,
+# with `events`, the ones it wrote: outward channels that keep their own cursor listen
+# (webhooks.fanout.nudge), and the MCP proxy sends an approved call to a worker
+# (mcp_gateway.runner.nudge). A receiver's error is its own to log; it never reaches the caller.
 committed = Signal()
 
 
@@ -100,7 +101,7 @@ class _Wake:
         self.__qualname__ = f"{__name__}._Wake"
 
     def __call__(self) -> None:
-        committed.send_robust(Event)
+        committed.send_robust(Event, events=self.events)
         broadcast(wake_message(self.events, self.live))
 
 

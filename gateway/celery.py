@@ -39,3 +39,6 @@ def schedule_sweeper(sender: Celery, **kwargs: object) -> None:
     sender.add_periodic_task(
         settings.NOTIFY_INTERVAL_SECONDS, sender.signature("notify.tasks.dispatch"), name="notify"
     )
+    sender.add_periodic_task(
+        settings.SWEEP_INTERVAL_SECONDS, sender.signature("mcp_gateway.tasks.sweep"), name="mcp"
+    )

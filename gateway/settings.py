@@ -370,6 +370,7 @@ BEAT_LEASE_KEY = f"{CELERY_TASK_DEFAULT_QUEUE}:beat-lease"
 CELERY_TASK_ROUTES = {
     "agents.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
     "agents.tasks.expire_suspension": {"queue": CELERY_DEADLINE_QUEUE},
+    "mcp_gateway.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
 }
 CELERY_TASK_IGNORE_RESULT = True
 # No result backend is set, so Celery's is the stateless DisabledBackend; this says it may be
@@ -395,13 +396,19 @@ CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
 # several model calls and tools. Sweeps: beat's periodic work. Deliveries: one webhook, push
 # or email (a webhook's POST is bounded by WEBHOOKS_DELIVERY_TIMEOUT_SECONDS).
 TASK_KINDS = {
-    "RUN": ("agents.tasks.start_thread", "agents.tasks.resume_thread", "agents.tasks.run_instance"),
+    "RUN": (
+        "agents.tasks.start_thread",
+        "agents.tasks.resume_thread",
+        "agents.tasks.run_instance",
+        "mcp_gateway.tasks.call_upstream",
+    ),
     "SWEEP": (
         "agents.tasks.sweep",
         "agents.tasks.expire_suspension",
         "notify.tasks.dispatch",
         "webhooks.tasks.sweep",
         "webhooks.tasks.fan_out",
+        "mcp_gateway.tasks.sweep",
     ),
     "DELIVERY": ("webhooks.tasks.deliver", "notify.tasks.send_email"),
 }
@@ -575,3 +582,8 @@ LOGGING = {
 # how long an upstream's tools/list is kept.
 MCP_HOLD_SECONDS = envint("MCP_HOLD_SECONDS", 50)
 MCP_TOOLS_CACHE_SECONDS = envint("MCP_TOOLS_CACHE_SECONDS", 30)
+# An approved call is made by a worker holding a lease on it, renewed every third of this while
+# the upstream works; a claim whose lease ran out (its worker died) is finished as interrupted
+# by the sweep, never called twice (mcp_gateway.runner). The most one upstream call may take.
+MCP_CALL_LEASE_SECONDS = envint("MCP_CALL_LEASE_SECONDS", 10)
+MCP_CALL_TIMEOUT_SECONDS = envint("MCP_CALL_TIMEOUT_SECONDS", 600)

@@ -1,11 +1,10 @@
-"""The writes of an MCP call: a gated call's request (raised, or attached to on a retry), the
-claim of its one upstream call, and the audit event of every call."""
+"""The writes of an MCP call: a gated call's request (raised, or attached to on a retry) with
+its upstream call's row, and the audit event of every call."""
 
 from typing import Any
 from uuid import UUID
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from access import admission
 from agents import events, external
@@ -90,8 +89,11 @@ def attach_or_raise(
             description=described.description or "",
         )
         try:
-            with admission.admitted(agent):
-                return external.raise_request(agent, rules, request, user)
+            with admission.admitted(agent), transaction.atomic():
+                s = external.raise_request(agent, rules, request, user)
+                # Its upstream call, made once it is approved (mcp_gateway.runner).
+                UpstreamCall.objects.create(suspension=s, arguments=arguments)
+                return s
         except (IntegrityError, external.RunEnded):
             continue
     raise IntegrityError("Another call raised this request meanwhile.")
@@ -99,26 +101,6 @@ def attach_or_raise(
 
 def reread(pk: UUID) -> Suspension:
     return Suspension.objects.select_related("thread").get(pk=pk)
-
-
-def claim(s: Suspension, arguments: dict[str, Any]) -> tuple[UpstreamCall, bool]:
-    """The one upstream call of an approved request: (its row, True when this caller claimed
-    it and must make the call). The unique suspension decides who won."""
-    try:
-        with transaction.atomic():
-            return UpstreamCall.objects.create(suspension=s, arguments=arguments), True
-    except IntegrityError:
-        return UpstreamCall.objects.get(suspension=s), False
-
-
-def finish(call: UpstreamCall, user: Any, result: dict[str, Any], seconds: float) -> None:
-    """The upstream answered (or failed): its result kept, and the call in the trail."""
-    s = call.suspension
-    with transaction.atomic():
-        UpstreamCall.objects.filter(pk=call.pk).update(
-            state=UpstreamCall.State.DONE, result=result, finished_at=timezone.now()
-        )
-        record(user, s.agent_name, s.tool_name, call.arguments, result, seconds, s)
 
 
 def record(
@@ -129,6 +111,7 @@ def record(
     result: dict[str, Any],
     seconds: float,
     s: Suspension | None = None,
+    outcome: str | None = None,
 ) -> None:
     """MCP_TOOL_CALLED: who called which tool, with what (its hash), how long, and how it
     ended. The arguments themselves are the request's, when one was raised."""
@@ -143,12 +126,13 @@ def record(
                 "tool": tool,
                 "args_hash": canonical_hash(arguments),
                 "duration_ms": round(seconds * 1000, 1),
-                "outcome": "error" if result.get("isError") else "ok",
+                "outcome": outcome or ("error" if result.get("isError") else "ok"),
                 "gated": s is not None,
             },
         )
 
 
-def done_result(pk: int) -> dict[str, Any] | None:
-    call = UpstreamCall.objects.get(pk=pk)
-    return call.result if call.state == UpstreamCall.State.DONE else None
+def done_result(s: Suspension) -> dict[str, Any] | None:
+    """The stored answer of the request's upstream call, once there is one."""
+    call = UpstreamCall.objects.filter(suspension=s).only("state", "result").first()
+    return call.result if call is not None and call.state == UpstreamCall.State.DONE else None

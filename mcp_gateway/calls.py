@@ -1,8 +1,7 @@
 """A tools/call through the gateway: an immediate tool relayed, a gated one held until its
-request is decided (or MCP_HOLD_SECONDS), then called upstream once with the approved
-arguments."""
+request is decided and, once approved, a worker has called the upstream with the approved
+arguments (mcp_gateway.runner), or until MCP_HOLD_SECONDS."""
 
-import asyncio
 import time
 from typing import Any
 
@@ -19,8 +18,6 @@ from mcp_gateway import actions, forward
 from mcp_gateway.models import Upstream
 
 SAFETY_POLL = 1.0
-# The key under which the upstream gets the request's id, to recognise a call made again.
-IDEMPOTENCY_META = "io.github.approval-gateway/idempotency-key"
 
 
 def dump(result: types.CallToolResult) -> dict[str, Any]:
@@ -53,58 +50,41 @@ async def gated(
             f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
         )
     deadline = time.monotonic() + settings.MCP_HOLD_SECONDS
-    # Subscribed before the read, so a decision made in between still wakes the wait.
+    # Subscribed before the read, so a decision or a result written in between still wakes the
+    # wait: the decision's event and the upstream call's (MCP_TOOL_CALLED) both name the request.
     async with waiting("suspension", str(s.pk), credential) as waiter:
         while True:
             waiter.woken.clear()
             s = await blocking(actions.reread)(s.pk)
             if not s.pending:
-                break
+                answer = await _answer(s)
+                if answer is not None:
+                    # Answered: the next identical call is a new request (attach_or_raise).
+                    await blocking(external.acknowledge)(s, user)
+                    return answer
             left = deadline - time.monotonic()
             if left <= 0 or waiter.revoked:
-                return _pending(s)
+                state = "pending" if s.pending else "approved; the upstream call is under way"
+                return _pending(s, state)
             await wait_event(waiter.woken, min(SAFETY_POLL, left))
-    answer, final = await _decided(upstream, user, s, deadline)
-    if final:
-        # Answered: the next identical call is a new request (actions.attach_or_raise).
-        await blocking(external.acknowledge)(s, user)
-    return answer
 
 
-async def _decided(
-    upstream: Upstream, user: Any, s: Suspension, deadline: float
-) -> tuple[types.CallToolResult, bool]:
-    """The answer to a decided request, and whether it is final (not "under way")."""
+async def _answer(s: Suspension) -> types.CallToolResult | None:
+    """What the client gets for a decided request: the refusal, or the upstream's answer once
+    a worker has called it (mcp_gateway.runner); None while that call is still to come."""
     payload = external.request_payload(s)
     if not payload["approved"]:
         by = payload["decided_by"] or "the deadline"
         reason = payload["reason"] or "no reason given"
-        refused = forward.failed(
+        return forward.failed(
             f"Not run: request {s.pk} was {s.status} by {by}: {reason}.",
             request=str(s.pk),
             status=s.status,
             decided_by=payload["decided_by"],
             reason=payload["reason"],
         )
-        return refused, True
-    arguments = payload["arguments"] or {}
-    call, mine = await blocking(actions.claim)(s, arguments)
-    if mine:
-        started = time.monotonic()
-        result = await forward.call(
-            upstream, s.tool_name, arguments, meta={IDEMPOTENCY_META: str(s.pk)}
-        )
-        kept = dump(result)
-        await blocking(actions.finish)(call, user, kept, time.monotonic() - started)
-        return result, True
-    # Another call claimed it (a retry or a second client): its result, once it has one.
-    while True:
-        kept = await blocking(actions.done_result)(call.pk)
-        if kept is not None:
-            return types.CallToolResult.model_validate(kept), True
-        if time.monotonic() >= deadline:
-            return _pending(s, "approved; the upstream call is under way"), False
-        await asyncio.sleep(SAFETY_POLL / 4)
+    kept = await blocking(actions.done_result)(s)
+    return None if kept is None else types.CallToolResult.model_validate(kept)
 
 
 def _pending(s: Suspension, state: str = "pending") -> types.CallToolResult:

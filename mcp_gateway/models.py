@@ -33,16 +33,21 @@ class Upstream(models.Model):
 
 
 class UpstreamCall(models.Model):
-    """The upstream call an approved request allows, claimed once: the unique suspension
-    means a retry, a second client or a second process finds this row and waits for its
-    result instead of calling the upstream again (mcp_gateway.runner)."""
+    """The upstream call a gated request allows once approved, made once: the row is written
+    with its request (`waiting`), so it also says that the request came through the MCP proxy
+    and is the upstream's to run (not an outside agent's of the same name); a worker claims it
+    by moving it to `claimed` with a lease, and a retry, a second client or a second process
+    finds it and waits for its result instead of calling the upstream again
+    (mcp_gateway.runner)."""
 
     class State(models.TextChoices):
-        CLAIMED = "claimed"
-        DONE = "done"
+        WAITING = "waiting"  # for the decision, or for a worker once approved
+        CLAIMED = "claimed"  # a worker is calling the upstream
+        DONE = "done"  # the upstream answered, failed, or the call was interrupted
+        NOT_RUN = "not_run"  # rejected, expired or cancelled: the upstream is never called
 
     suspension = models.OneToOneField(Suspension, models.PROTECT, related_name="mcp_call")
-    state = models.CharField(max_length=10, choices=State.choices, default=State.CLAIMED)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.WAITING)
     arguments = models.JSONField(default=dict)
     # The CallToolResult as the upstream answered it (its JSON, by alias), or the error.
     result = models.JSONField(null=True, blank=True)
@@ -53,6 +58,9 @@ class UpstreamCall(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["state"], name="mcp_call_state_idx")]
 
     def __str__(self) -> str:
         return f"{self.suspension_id} {self.state}"

@@ -30,6 +30,9 @@ from tests.external.conftest import (  # noqa: F401 - fixtures, used by name
 # upstream's token its headers name, and a short hold so a test sees a held call give up.
 os.environ["MCP_TEST_FILES_TOKEN"] = "upstream-secret"
 os.environ["MCP_HOLD_SECONDS"] = "6"
+# The worker that makes approved calls (mcp_gateway.runner) renews its hold this often / 3; a
+# short one lets a test see a killed worker's call finished as interrupted.
+os.environ["MCP_CALL_LEASE_SECONDS"] = "3"
 
 FILES = """
 mcp_servers:
@@ -85,8 +88,10 @@ def files(
     upstream: Upstream,
     gateway_url: str,  # noqa: F811 - the imported fixture, requested by name
     load_agents: Any,
+    worker: Any,
 ) -> Upstream:
-    """The upstream behind the gateway as `files`, with no call made yet."""
+    """The upstream behind the gateway as `files`, with no call made yet, and the Celery worker
+    (with beat) that makes approved calls."""
     upstream.calls.unlink(missing_ok=True)
     load_agents(FILES.format(url=upstream.url))
     return upstream

@@ -1,12 +1,16 @@
-"""The writes of a gated MCP call (mcp_gateway.actions): one request per call and retry, one
-upstream call per approval."""
+"""The writes of a gated MCP call (mcp_gateway.actions, mcp_gateway.runner): one request per
+call and retry, one upstream call per approval, and a dead worker's call never made again."""
 
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
-from mcp_gateway import actions
+from agents import decisions
+from agents.models import Event
+from mcp_gateway import actions, runner
 from mcp_gateway.models import Upstream, UpstreamCall
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
@@ -29,12 +33,46 @@ class ActionsTestCase:
         assert self.raise_({"path": "/a"}).pk == first.pk
         assert self.raise_({"path": "/b"}).pk != first.pk
 
-    def test_an_approval_is_claimed_once(self) -> None:
+    def decide(self, s: Any, approved: bool, reviewer: Any) -> Any:
+        decisions.decide(s, reviewer, {"approved": approved, "reason": "" if approved else "no"})
+        return actions.reread(s.pk)
+
+    def test_a_request_is_raised_with_its_upstream_call_waiting(self) -> None:
         s = self.raise_({"path": "/a"})
-        call, mine = actions.claim(s, {"path": "/a"})
-        again, theirs = actions.claim(s, {"path": "/a"})
-        assert mine and not theirs and again.pk == call.pk
-        assert UpstreamCall.objects.count() == 1
-        assert actions.done_result(call.pk) is None
-        actions.finish(call, self.caller, {"content": [], "isError": False}, 0.01)
-        assert actions.done_result(call.pk) == {"content": [], "isError": False}
+        call = UpstreamCall.objects.get(suspension=s)
+        assert call.state == UpstreamCall.State.WAITING
+        # Not approved yet: no worker may claim it.
+        assert not runner.claim(s.pk, {"path": "/a"}, "w1")
+
+    def test_an_approval_is_claimed_once(self, users: dict[str, Any]) -> None:
+        s = self.decide(self.raise_({"path": "/a"}), True, users["reviewer"])
+        assert runner.approved_waiting() == [s.pk]
+        assert runner.claim(s.pk, {"path": "/a"}, "w1")
+        assert not runner.claim(s.pk, {"path": "/a"}, "w2")
+        call = UpstreamCall.objects.get(suspension=s)
+        assert call.state == UpstreamCall.State.CLAIMED and call.worker == "w1"
+        assert runner.approved_waiting() == []
+        assert actions.done_result(s) is None
+
+    def test_a_claim_whose_lease_ran_out_is_interrupted_never_called_again(
+        self, users: dict[str, Any]
+    ) -> None:
+        s = self.decide(self.raise_({"path": "/a"}), True, users["reviewer"])
+        assert runner.claim(s.pk, {"path": "/a"}, "w1")
+        # A live lease is left alone.
+        assert runner.sweep()["interrupted"] == 0
+        UpstreamCall.objects.update(lease_until=timezone.now() - timedelta(seconds=1))
+        assert runner.sweep()["interrupted"] == 1
+        result = actions.done_result(s)
+        assert result["isError"] and "Interrupted" in result["content"][0]["text"]
+        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert event.payload["outcome"] == "interrupted" and event.suspension_id == s.pk
+        # Done: nothing claims it again, and a second sweep changes nothing.
+        assert not runner.claim(s.pk, {"path": "/a"}, "w2")
+        assert runner.sweep() == {"sent": 0, "interrupted": 0, "not_run": 0}
+
+    def test_a_rejected_request_is_marked_not_run(self, users: dict[str, Any]) -> None:
+        s = self.decide(self.raise_({"path": "/a"}), False, users["reviewer"])
+        assert runner.sweep()["not_run"] == 1
+        assert UpstreamCall.objects.get(suspension=s).state == UpstreamCall.State.NOT_RUN
+        assert not runner.claim(s.pk, {"path": "/a"}, "w1")

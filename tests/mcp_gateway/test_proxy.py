@@ -1,6 +1,9 @@
 """/mcp/<name> with the official MCP client: tools pass through, gated calls wait for a
 person, and the upstream runs once per approval."""
 
+import os
+import signal
+import time
 from typing import Any
 
 import httpx
@@ -12,7 +15,7 @@ from agents.models import Event, Suspension
 from mcp_gateway.models import UpstreamCall
 from tests.conftest import wait_for
 from tests.external.conftest import Later, Reviewer, token
-from tests.mcp_gateway.conftest import Upstream, call, list_tools
+from tests.mcp_gateway.conftest import FILES, Upstream, call, list_tools
 
 
 def request_id(s: dict[str, Any]) -> Any:
@@ -80,7 +83,11 @@ class ProxyTestCase:
         assert result.is_error
         assert "not that one" in text(result) and "alice" in text(result)
         assert self.upstream.deleted() == []
-        assert not UpstreamCall.objects.exists()
+        # The sweep says so of its call: not run.
+        wait_for(
+            lambda: UpstreamCall.objects.get().state == UpstreamCall.State.NOT_RUN,
+            what="the call marked not run",
+        )
 
     def test_a_held_call_gives_up_and_its_retry_attaches_to_the_same_request(self) -> None:
         first = call(self.url, self.token, "delete_file", {"path": "/var/log"})
@@ -163,3 +170,56 @@ class BadInputTestCase:
             call(self.url, self.token, "delete_file", {"path": 5})
         assert refused.value.code == INVALID_PARAMS
         self.assert_nothing_happened()
+
+
+class WorkerTestCase:
+    """The approved call is made by a Celery worker (mcp_gateway.runner), durably."""
+
+    @pytest.fixture(autouse=True)
+    def setup(
+        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
+    ) -> None:
+        self.upstream = files
+        self.url = f"{gateway_url}/mcp/files"
+        self.reviewer = reviewer
+        self.token = token(users["operator"], "runs")
+
+    def answer(self, held: Later, arguments: dict[str, Any]) -> Any:
+        """The held call's result, retried (attaching to the same request) while it says the
+        request or its upstream call is still under way."""
+        result = held.result()
+        for _ in range(5):
+            if "Call again" not in text(result):
+                return result
+            result = call(self.url, self.token, "delete_file", arguments)
+        return result
+
+    def test_a_worker_killed_during_the_upstream_call_leads_to_one_call_not_two(self) -> None:
+        arguments = {"path": "/slow/archive"}
+        held = Later(lambda: call(self.url, self.token, "delete_file", arguments))
+        self.reviewer.decide("files", {"approved": True})
+        wait_for(self.upstream.deleted, what="the upstream call to start")
+        claimed = UpstreamCall.objects.get()
+        assert claimed.state == UpstreamCall.State.CLAIMED
+        # The process making the call (the worker's child) dies at once, mid-call.
+        os.kill(int(claimed.worker.rsplit(":", 1)[1]), signal.SIGKILL)
+        result = self.answer(held, arguments)
+        assert result.is_error and "Interrupted" in text(result), text(result)
+        assert "may have run it" in text(result)
+        # The message comes back to a worker (acks_late): the claim keeps it from calling again.
+        time.sleep(2)
+        assert len(self.upstream.deleted()) == 1
+        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert event.payload["outcome"] == "interrupted"
+        assert Suspension.objects.count() == 1
+
+    def test_a_deadline_rejects_and_the_upstream_never_runs(self, load_agents: Any) -> None:
+        load_agents(
+            FILES.format(url=self.upstream.url)
+            + "    tool_overrides:\n      delete_file: {timeout: 2, on_timeout: reject}\n"
+        )
+        result = call(self.url, self.token, "delete_file", {"path": "/srv/old"})
+        assert result.is_error and "the deadline" in text(result), text(result)
+        [s] = Suspension.objects.all()
+        assert s.status == Suspension.Status.TIMED_OUT
+        assert self.upstream.deleted() == []

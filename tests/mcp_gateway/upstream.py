@@ -2,12 +2,13 @@
 
 `read_note` only reads (readOnlyHint); `delete_file` is destructive and appends one JSON line
 per call to LOG (its arguments, the Authorization header it was sent and the call's `_meta`),
-so a test counts the side effects."""
+so a test counts the side effects; a path under /slow/ then takes 30 s."""
 
 import json
 import sys
 from pathlib import Path
 
+import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
@@ -23,7 +24,7 @@ def read_note(name: str) -> str:
 
 
 @server.tool(annotations=ToolAnnotations(destructiveHint=True))
-def delete_file(path: str, ctx: Context) -> str:
+async def delete_file(path: str, ctx: Context) -> str:
     """Delete a file."""
     headers = ctx.headers or {}
     meta = ctx.request_context.meta
@@ -36,6 +37,9 @@ def delete_file(path: str, ctx: Context) -> str:
     }
     with LOG.open("a") as f:
         f.write(json.dumps(line) + "\n")
+    if path.startswith("/slow/"):
+        # A long deletion: a test kills the gateway's worker while it waits for this.
+        await anyio.sleep(30)
     return f"deleted {path}"
 
 
