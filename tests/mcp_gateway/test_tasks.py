@@ -3,6 +3,7 @@ client declaring it: a gated call is a task at once, polled with tasks/get, canc
 tasks/cancel, and seen only by its caller."""
 
 import time
+from datetime import timedelta
 from typing import Any, Literal
 
 import anyio
@@ -23,6 +24,7 @@ from mcp_types import (
     Result,
 )
 
+from agents import deadlines
 from agents.models import Event, Suspension
 from mcp_gateway.models import UpstreamCall
 from tests.conftest import wait_for
@@ -227,6 +229,16 @@ class TasksTestCase:
         assert "not that one" in said and "alice" in said
         assert self.upstream.deleted() == []
         assert not UpstreamCall.objects.exists()
+
+    def test_a_deadline_completes_the_task_with_an_error_result(self) -> None:
+        task = self.start("delete_file", {"path": "/boot"})
+        s = Suspension.objects.get()
+        assert deadlines.expire_overdue(now=s.expires_at + timedelta(seconds=1), only=s.pk)
+        ended = self.get(task.task_id)
+        assert ended.status == "completed" and ended.result["isError"] is True
+        assert "timed_out by the deadline" in text(ended.result)
+        assert "rejected automatically at the deadline" in text(ended.result)
+        assert self.upstream.deleted() == []
 
     def test_tasks_cancel_cancels_the_request_and_is_audited(self) -> None:
         task = self.start("delete_file", {"path": "/var"})
