@@ -39,6 +39,8 @@ NOT_FOUND = "Failed to retrieve task: Task not found"
 def declared(ctx: Any) -> bool:
     """Did this request's client declare the extension (in the 2026-07-28 per-request
     capabilities, which the SDK reads into the connection)?"""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False  # the extension is of the 2026-07-28 revision; older clients are held
     capabilities = getattr(ctx.session, "client_capabilities", None)
     return bool(capabilities and capabilities.extensions and EXTENSION in capabilities.extensions)
 

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 import anyio
+import httpx
 import httpx2
 import pytest
 from django.contrib.auth.models import Group
@@ -184,6 +185,46 @@ class TasksTestCase:
         assert polled.status == "working" and polled.result_type == "complete"
         assert polled.status_message == task.status_message
         assert self.upstream.deleted() == []
+
+    def test_the_gateway_advertises_the_extension(self) -> None:
+        async def go() -> Any:
+            async with connect(self.url, self.token) as client:
+                return await client.session.discover()
+
+        assert TASKS in run(go()).capabilities.extensions
+
+    def test_the_task_on_the_wire(self) -> None:
+        """The CreateTaskResult as a client without the SDK reads it (raw JSON-RPC)."""
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "delete_file",
+                "arguments": {"path": "/mnt"},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+                },
+            },
+        }
+        r = httpx.post(
+            self.url,
+            json=body,
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "delete_file",
+            },
+            timeout=10,
+        )
+        assert r.status_code == 200, r.text
+        task = r.json()["result"]
+        assert task["resultType"] == "task" and task["status"] == "working"
+        assert task["taskId"] == str(Suspension.objects.get().pk)
+        assert task["ttlMs"] is None and task["createdAt"].endswith("Z")
 
     def test_an_approved_task_completes_with_the_upstreams_result(self) -> None:
         task = self.start("delete_file", {"path": "/etc/passwd"})
