@@ -184,6 +184,9 @@ class TasksTestCase:
         polled = self.get(task.task_id)
         assert polled.status == "working" and polled.result_type == "complete"
         assert polled.status_message == task.status_message
+        # The same call again while it is pending is the same task, not a second request.
+        assert self.start("delete_file", {"path": "/etc/passwd"}).task_id == task.task_id
+        assert Suspension.objects.count() == 1
         assert self.upstream.deleted() == []
 
     def test_the_gateway_advertises_the_extension(self) -> None:
