@@ -26,7 +26,7 @@ from access.auth import bearer
 from access.models import Scope, digest
 from access.revocation import Credential
 from infra.aio import blocking
-from mcp_gateway import calls, forward, upstreams
+from mcp_gateway import calls, forward, tasks_ext, upstreams
 from mcp_gateway.models import Upstream
 
 PATH_PREFIX = "/mcp/"
@@ -56,7 +56,9 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=await forward.tools(_caller.get().upstream))
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(
+    ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | dict[str, Any]:
     caller = _caller.get()
     upstream = caller.upstream
     listed = {t.name: t for t in await forward.tools(upstream)}
@@ -76,10 +78,19 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     read_only = bool(described.annotations and described.annotations.read_only_hint)
     if upstreams.is_immediate(upstream, described.name, read_only):
         return await calls.immediate(upstream, caller.user, described.name, arguments)
+    if tasks_ext.declared(ctx):
+        # A client of the Tasks extension gets a task at once instead of a held call.
+        return await tasks_ext.create(upstream, caller.user, described, arguments)
     return await calls.gated(upstream, caller.user, caller.credential, described, arguments)
 
 
-server: Server[Any] = Server("approval-gateway", on_list_tools=list_tools, on_call_tool=call_tool)
+server: Server[Any] = Server("approval-gateway", on_list_tools=list_tools)
+server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+# The Tasks extension: advertised in server/discover, and its methods (mcp_gateway.tasks_ext).
+server.extensions[tasks_ext.EXTENSION] = {}
+task_get, task_cancel = tasks_ext.handlers(_caller.get)
+server.add_request_handler("tasks/get", types.GetTaskRequestParams, task_get)
+server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, task_cancel)
 
 
 class Sessions:

@@ -1,0 +1,238 @@
+"""The MCP Tasks extension (`io.modelcontextprotocol/tasks`, revision 2026-07-28) for gated
+calls: a client that declares it gets a task at once instead of a held call, polls
+`tasks/get`, and may `tasks/cancel` the request.
+
+A task is its request: the task id is the suspension's id, and its state is read from the
+database on every `tasks/get` (the suspension's status, and the UpstreamCall row once the
+approved call was claimed), so any gateway process answers it and a task outlives a restart.
+Nothing here calls the upstream: the approved call is made by whoever claims its
+UpstreamCall (mcp_gateway.calls, or the worker), and a task only reports what that row holds.
+Only the caller who raised a request sees its task; to anyone else it does not exist.
+"""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import mcp_types as types
+from django.db import transaction
+from django.utils import timezone
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from access import ratelimits
+from agents import events, external, policy
+from agents.models import Event, Suspension
+from approvals.http import parse_uuid
+from infra.aio import blocking
+from mcp_gateway import actions, forward
+from mcp_gateway.calls import dump
+from mcp_gateway.models import Upstream, UpstreamCall
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+# How often a client should poll: a person decides in seconds at best, so every two seconds
+# costs little and shows a decision soon enough.
+POLL_MS = 2000
+CANCEL_REASON = "cancelled by its caller (tasks/cancel)"
+NOT_FOUND = "Failed to retrieve task: Task not found"
+
+
+def declared(ctx: Any) -> bool:
+    """Did this request's client declare the extension (in the 2026-07-28 per-request
+    capabilities, which the SDK reads into the connection)?"""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False  # the extension is of the 2026-07-28 revision; older clients are held
+    capabilities = getattr(ctx.session, "client_capabilities", None)
+    return bool(capabilities and capabilities.extensions and EXTENSION in capabilities.extensions)
+
+
+# The task of a request ------------------------------------------------------------------
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def who_decides(s: Suspension) -> str:
+    """The status message of a pending request: who may decide it, and by when."""
+    rules = policy.of(s)
+    count = int(rules.get("quorum") or 1)
+    who = f"{count} reviewers" if count > 1 else "a reviewer"
+    groups = [s.escalate_to] if s.escalated_at and s.escalate_to else rules.get("groups") or []
+    if groups:
+        who += f" of group {' or '.join(groups)}" if len(groups) > 1 else f" of group {groups[0]}"
+    if rules.get("four_eyes") and (asker := rules.get("started_by")):
+        who += f" other than {asker}"
+    message = f"Waiting for {who} to decide"
+    if s.expires_at is not None:
+        deadline = s.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        then = "approved" if s.on_timeout == Suspension.OnTimeout.APPROVE else "rejected"
+        message += f" by {deadline} (then it is {then})"
+    return f"{message}; request {s.pk}, page /threads/{s.thread_id}/."
+
+
+def refusal(s: Suspension) -> dict[str, Any]:
+    """The tool result of a request that was not approved: who decided and why, as the held
+    call says it (mcp_gateway.calls)."""
+    payload = external.request_payload(s)
+    by = payload["decided_by"] or "the deadline"
+    reason = payload["reason"] or payload["response"] or "no reason given"
+    return dump(
+        forward.failed(
+            f"Not run: request {s.pk} was {s.status} by {by}: {reason}.",
+            request=str(s.pk),
+            status=s.status,
+            decided_by=payload["decided_by"],
+            reason=payload["reason"],
+        )
+    )
+
+
+def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
+    """The task of request `s` (a DetailedTask of the specification), from what the database
+    holds now."""
+    updated = max(t for t in (s.created_at, s.decided_at, call and call.finished_at) if t)
+    task: dict[str, Any] = {
+        "taskId": str(s.pk),
+        "createdAt": _iso(s.created_at),
+        "lastUpdatedAt": _iso(updated),
+        # Requests are kept with the rest of the trail: a task does not expire.
+        "ttlMs": None,
+        "pollIntervalMs": POLL_MS,
+    }
+    if s.pending:
+        return {**task, "status": "working", "statusMessage": who_decides(s)}
+    if s.status == Suspension.Status.CANCELLED:
+        by = s.decided_by_name or "the gateway"
+        return {**task, "status": "cancelled", "statusMessage": f"Cancelled by {by}: {s.reason}"}
+    if not external.request_payload(s)["approved"]:
+        # A refusal is a tool result with isError, so a completed task (the specification
+        # keeps `failed` for JSON-RPC errors).
+        message = f"Not run: {s.status}."
+        return {**task, "status": "completed", "statusMessage": message, "result": refusal(s)}
+    if call is None or call.state != UpstreamCall.State.DONE or call.result is None:
+        return {**task, "status": "working", "statusMessage": "approved; calling the upstream"}
+    done = {"status": "completed", "statusMessage": "Approved and run.", "result": call.result}
+    return {**task, **done}
+
+
+TERMINAL = ("completed", "cancelled", "failed")
+
+
+def mine(user: Any, upstream: Upstream, task_id: str) -> Suspension | None:
+    """The request behind `task_id` when `user` raised it through `upstream`, else None (a
+    task of another caller is not found, rather than forbidden: its id says nothing)."""
+    pk = parse_uuid(task_id)
+    if pk is None:
+        return None
+    return (
+        Suspension.objects.select_related("thread")
+        .filter(
+            pk=pk,
+            agent_name=upstream.name,
+            thread__created_by=user,
+            thread__external_run_id__startswith="mcp:",
+        )
+        .first()
+    )
+
+
+def read(user: Any, upstream: Upstream, task_id: str) -> dict[str, Any] | None:
+    """The task as its caller sees it now; a terminal one counts as the decision having
+    reached the caller, so the same call made again raises a new request
+    (mcp_gateway.actions.attach_or_raise)."""
+    s = mine(user, upstream, task_id)
+    if s is None:
+        return None
+    task = state(s, UpstreamCall.objects.filter(suspension=s).first())
+    if task["status"] in TERMINAL:
+        external.acknowledge(s, user)
+    return task
+
+
+def cancel(user: Any, upstream: Upstream, task_id: str) -> bool:
+    """Cancel the caller's pending request, as cancelling its run does for each of its
+    requests (agents.cancelling), audited as SUSPENSION_CANCELLED by the caller. False when
+    there is no such task; a request already decided is left as it is (cancellation is
+    cooperative in the specification: the task then ends as decided)."""
+    s = mine(user, upstream, task_id)
+    if s is None:
+        return False
+    now = timezone.now()
+    with transaction.atomic():
+        n = Suspension.objects.filter(pk=s.pk, status=Suspension.Status.PENDING).update(
+            status=Suspension.Status.CANCELLED,
+            approved=False,
+            reason=CANCEL_REASON,
+            decided_by=user,
+            decided_by_name=user.username,
+            decided_at=now,
+        )
+        if n:
+            events.record(
+                Event.Type.SUSPENSION_CANCELLED,
+                thread_id=s.thread_id,
+                suspension_id=s.pk,
+                actor=user,
+                payload={
+                    "tool": s.tool_name,
+                    "agent": s.agent_name,
+                    "status": Suspension.Status.CANCELLED,
+                    "decided_by": user.username,
+                    "reason": CANCEL_REASON,
+                },
+            )
+    return True
+
+
+# The protocol ---------------------------------------------------------------------------
+
+
+async def create(
+    upstream: Upstream, user: Any, described: types.Tool, arguments: dict[str, Any]
+) -> dict[str, Any] | types.CallToolResult:
+    """A gated call as a task: its request raised (or the open one a retry attaches to) and
+    committed before the CreateTaskResult is sent, so the client's first tasks/get finds it."""
+    try:
+        s = await blocking(actions.attach_or_raise)(
+            upstream, user, described.name, arguments, described
+        )
+    except ratelimits.Limited as e:
+        return forward.failed(
+            f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
+        )
+    task = await blocking(read)(user, upstream, str(s.pk))
+    assert task is not None  # raised by this caller through this upstream just now
+    return {**task, "resultType": "task"}
+
+
+def _required(ctx: Any) -> None:
+    """tasks/* from a 2026-07-28 client that did not declare the extension: the error the
+    specification names (-32021)."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and not declared(ctx):
+        raise MCPError(
+            types.MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "Missing required client capability",
+            {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+        )
+
+
+def handlers(caller: Any) -> tuple[Any, Any]:
+    """The tasks/get and tasks/cancel handlers; `caller()` is the request's
+    mcp_gateway.proxy.Caller (the upstream and the user)."""
+
+    async def get(ctx: Any, params: types.GetTaskRequestParams) -> dict[str, Any]:
+        _required(ctx)
+        who = caller()
+        task = await blocking(read)(who.user, who.upstream, params.task_id)
+        if task is None:
+            raise MCPError(types.INVALID_PARAMS, NOT_FOUND)
+        return {**task, "resultType": "complete"}
+
+    async def cancel_(ctx: Any, params: types.CancelTaskRequestParams) -> dict[str, Any]:
+        _required(ctx)
+        who = caller()
+        if not await blocking(cancel)(who.user, who.upstream, params.task_id):
+            raise MCPError(types.INVALID_PARAMS, NOT_FOUND)
+        return {"resultType": "complete"}
+
+    return get, cancel_
