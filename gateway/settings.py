@@ -575,3 +575,6 @@ LOGGING = {
 # how long an upstream's tools/list is kept.
 MCP_HOLD_SECONDS = envint("MCP_HOLD_SECONDS", 50)
 MCP_TOOLS_CACHE_SECONDS = envint("MCP_TOOLS_CACHE_SECONDS", 30)
+# Browser pages allowed to call /mcp (an Origin header from any other is refused, against DNS
+# rebinding: mcp_gateway.proxy); clients that send no Origin are not browsers and pass.
+MCP_ALLOWED_ORIGINS = _origins("MCP_ALLOWED_ORIGINS", _site_origins())
