@@ -25,8 +25,11 @@ def text(result: Any) -> str:
     return " ".join(c.text for c in result.content)
 
 
-def call_as(url: str, raw: str, tool: str, arguments: dict[str, Any], **headers: str) -> Any:
-    """A tools/call from a client that names itself (clientInfo) and may send more headers."""
+def call_as(
+    url: str, raw: str, tool: str, arguments: dict[str, Any], mode: Any = "auto", **headers: str
+) -> Any:
+    """A tools/call from a client that names itself (clientInfo) and may send more headers;
+    `mode` "legacy" speaks the 2025 revisions (an initialize of its own, then the call)."""
 
     async def go() -> Any:
         http = httpx2.AsyncClient(
@@ -34,7 +37,7 @@ def call_as(url: str, raw: str, tool: str, arguments: dict[str, Any], **headers:
             timeout=httpx2.Timeout(30, read=120),
         )
         transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, client_info=CLIENT) as client:
+        async with Client(transport, client_info=CLIENT, mode=mode) as client:
             return await client.call_tool(tool, arguments)
 
     return run(go())
