@@ -195,13 +195,18 @@ def foreign(headers: dict[bytes, bytes]) -> str | None:
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers = dict(scope.get("headers", []))
+    if (why := foreign(headers)) is not None:
+        # Before the token is read: a page elsewhere learns nothing of it. No token would do,
+        # so no WWW-Authenticate asks for one.
+        response = refusal(403, PERMISSION_DENIED, why)
+        del response.headers["WWW-Authenticate"]
+        await response(scope, receive, send)
+        return
     header = headers.get(b"authorization", b"").decode("latin-1")
     caller = await blocking(bearer)(header)
     user = caller.user
     name = scope["path"][len(PATH_PREFIX) :].rstrip("/")
-    if (why := foreign(headers)) is not None:
-        response = refusal(403, PERMISSION_DENIED, why)
-    elif user is None or not user.is_authenticated:
+    if user is None or not user.is_authenticated:
         response = refusal(
             401, UNAUTHENTICATED, caller.refusal or "Send Authorization: Bearer <token>."
         )

@@ -179,6 +179,7 @@ class OwnToolsBadInputTestCase:
         r = self.post({"Origin": "http://evil.example"})
         assert r.status_code == 403 and r.json()["error"]["code"] == -31403
         assert "Origin" in r.json()["error"]["message"]
+        assert "WWW-Authenticate" not in r.headers
 
     def test_a_host_the_gateway_does_not_serve_is_403(self) -> None:
         r = self.post({"Host": "evil.example"})
