@@ -5,6 +5,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -55,7 +56,9 @@ class CombinedTestCase:
         # The card names the calling client (its clientInfo) and the token.
         assert "client tests-client 9.1, token external-tests" in request.prompt
 
-    def test_a_stateless_call_without_client_info_is_named_by_its_user_agent(self) -> None:
+    def test_a_stateless_call_without_client_info_is_named_by_its_user_agent(
+        self, users: dict[str, Any]
+    ) -> None:
         # A 2025-revision client sends clientInfo in an initialize of its own: the stateless
         # gateway's tools/call does not see it, and names the client by its User-Agent.
         held = Later(
@@ -70,7 +73,13 @@ class CombinedTestCase:
         )
         self.reviewer.decide("files", {"approved": False})
         assert held.result().is_error
-        assert "(client curl/8 <b>, token external-tests)" in Suspension.objects.get().prompt
+        request = Suspension.objects.get()
+        assert "(client curl/8 <b>, token external-tests)" in request.prompt
+        # The client's text is escaped where the card shows it.
+        page = Client()
+        page.force_login(users["reviewer"])
+        html = page.get(f"/threads/{request.thread_id}/").content.decode()
+        assert "curl/8 &lt;b&gt;, token external-tests" in html and "curl/8 <b>" not in html
 
 
 class CombinedBadInputTestCase:

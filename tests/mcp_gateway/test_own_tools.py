@@ -1,16 +1,19 @@
 """/mcp/gateway with the official MCP client: request_approval and ask_human raise requests
 in the inbox, as POST /api/requests does, and answer once a person has decided."""
 
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import httpx2
 import pytest
+from django.utils import timezone
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, Implementation
 
+from agents import deadlines
 from agents.agentfiles import AgentFileError
 from agents.models import Suspension
 from mcp_gateway import upstreams
@@ -113,6 +116,14 @@ class OwnToolsTestCase:
         assert result.structured_content["content"] == {"c": "blue"}
         request = Suspension.objects.get()
         assert request.kind == "input" and request.prompt == "Which colour?"
+
+    def test_a_deadline_rejects(self) -> None:
+        held = self.later("request_approval", {"action": "wipe", "arguments": {}, "timeout": 5})
+        wait_for(lambda: Suspension.objects.exists(), what="the request")
+        assert deadlines.expire_overdue(now=timezone.now() + timedelta(seconds=6)) == 1
+        result = held.result()
+        assert result.is_error and "timed_out by the deadline" in text(result)
+        assert result.meta["status"] == "timed_out"
 
     def test_a_held_call_gives_up_and_its_retry_attaches_to_the_same_request(self) -> None:
         arguments = {"action": "reboot", "arguments": {"host": "db1"}}
