@@ -587,3 +587,6 @@ MCP_TOOLS_CACHE_SECONDS = envint("MCP_TOOLS_CACHE_SECONDS", 30)
 # by the sweep, never called twice (mcp_gateway.runner). The most one upstream call may take.
 MCP_CALL_LEASE_SECONDS = envint("MCP_CALL_LEASE_SECONDS", 10)
 MCP_CALL_TIMEOUT_SECONDS = envint("MCP_CALL_TIMEOUT_SECONDS", 600)
+# Browser pages allowed to call /mcp (an Origin header from any other is refused, against DNS
+# rebinding: mcp_gateway.proxy); clients that send no Origin are not browsers and pass.
+MCP_ALLOWED_ORIGINS = _origins("MCP_ALLOWED_ORIGINS", _site_origins())

@@ -1,6 +1,7 @@
 """The writes of an MCP call: a gated call's request (raised, or attached to on a retry) with
 its upstream call's row, and the audit event of every call."""
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -58,41 +59,67 @@ def _open_request(
 
 
 def attach_or_raise(
-    upstream: Upstream, user: Any, tool: str, arguments: dict[str, Any], described: Any
+    upstream: Upstream,
+    user: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    described: Any,
+    via: str = "",
 ) -> Suspension:
     """The request for this call: the one a retry attaches to, else a new one, raised as
     POST /api/requests raises an outside agent's (kind confirmation, the upstream's name as
-    the agent, the tool's input schema so the card's editor works). Raises ratelimits.Limited."""
+    the agent, the tool's input schema so the card's editor works). `via` names the calling
+    client on the card. Raises ratelimits.Limited."""
     agent = external.agent_for(upstream.name, user)
     # The upstream's policy and reminders, in the shape raise_request reads them from.
     rules = AgentDefinition(
         name=upstream.name, policy=upstream.policy, reminders=upstream.reminders
     )
-    key = call_key(user, tool, arguments)
     timeout, on_timeout = override(upstream, tool)
-    for _ in range(ATTEMPTS):
-        run = run_id(agent, user)
-        found, count = _open_request(agent, user, run, key)
-        if found is not None:
-            return found
-        request = external.Request(
+    asks = f"{user.username} asks to run {tool} on {upstream.name}"
+
+    def build(run: str, key: str) -> external.Request:
+        return external.Request(
             agent=upstream.name,
             run_id=run,
             tool=tool,
             arguments=arguments,
             schema=described.input_schema or {},
-            prompt=f"{user.username} asks to run {tool} on {upstream.name}.",
+            prompt=f"{asks} ({via})." if via else f"{asks}.",
             kind=Suspension.Kind.CONFIRMATION,
             timeout=timeout,
             on_timeout=on_timeout,
-            key=key if count == 0 else f"{key}-{count}",
+            key=key,
             description=described.description or "",
         )
+
+    return ask(agent, rules, user, call_key(user, tool, arguments), build, upstream_call=arguments)
+
+
+def ask(
+    agent: AgentDefinition,
+    rules: AgentDefinition,
+    user: Any,
+    key: str,
+    build: Callable[[str, str], external.Request],
+    upstream_call: dict[str, Any] | None = None,
+) -> Suspension:
+    """The caller's open request of `key` in its run (a retry attaches to it), else a new one,
+    `build(run, key)`, raised under the policy and ladder of `rules`; with `upstream_call` (its
+    arguments) the upstream call it allows once approved is written with it. A key already
+    answered once is raised again under a numbered key. Raises ratelimits.Limited."""
+    for _ in range(ATTEMPTS):
+        run = run_id(agent, user)
+        found, count = _open_request(agent, user, run, key)
+        if found is not None:
+            return found
+        request = build(run, key if count == 0 else f"{key}-{count}")
         try:
             with admission.admitted(agent), transaction.atomic():
                 s = external.raise_request(agent, rules, request, user)
-                # Its upstream call, made once it is approved (mcp_gateway.runner).
-                UpstreamCall.objects.create(suspension=s, arguments=arguments)
+                if upstream_call is not None:
+                    # Its upstream call, made once it is approved (mcp_gateway.runner).
+                    UpstreamCall.objects.create(suspension=s, arguments=upstream_call)
                 return s
         except (IntegrityError, external.RunEnded):
             continue

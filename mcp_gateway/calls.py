@@ -40,10 +40,11 @@ async def gated(
     credential: Credential,
     described: types.Tool,
     arguments: dict[str, Any],
+    via: str = "",
 ) -> types.CallToolResult:
     try:
         s = await blocking(actions.attach_or_raise)(
-            upstream, user, described.name, arguments, described
+            upstream, user, described.name, arguments, described, via
         )
     except ratelimits.Limited as e:
         return forward.failed(

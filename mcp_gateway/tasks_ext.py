@@ -188,13 +188,17 @@ def cancel(user: Any, upstream: Upstream, task_id: str) -> bool:
 
 
 async def create(
-    upstream: Upstream, user: Any, described: types.Tool, arguments: dict[str, Any]
+    upstream: Upstream,
+    user: Any,
+    described: types.Tool,
+    arguments: dict[str, Any],
+    via: str = "",
 ) -> dict[str, Any] | types.CallToolResult:
     """A gated call as a task: its request raised (or the open one a retry attaches to) and
     committed before the CreateTaskResult is sent, so the client's first tasks/get finds it."""
     try:
         s = await blocking(actions.attach_or_raise)(
-            upstream, user, described.name, arguments, described
+            upstream, user, described.name, arguments, described, via
         )
     except ratelimits.Limited as e:
         return forward.failed(

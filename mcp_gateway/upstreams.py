@@ -16,6 +16,10 @@ OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
 # `${NAME}` in a header's value: the environment variable, read at call time.
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_TIMEOUT = 3600
+# What upstream names may not be, for the endpoints' sake: /mcp/gateway is the gateway's own
+# (mcp_gateway.own_tools), and /mcp names tools `<server>__<tool>` (mcp_gateway.combined).
+RESERVED = "gateway"
+SEPARATOR = "__"
 
 
 def store_sections(sender: Any, sections: list[tuple[str, dict[str, Any]]], **kwargs: Any) -> None:
@@ -43,6 +47,13 @@ def check(spec: Any, where: str) -> dict[str, Any]:
     name = spec.get("name")
     if not isinstance(name, str) or not NAME.match(name):
         raise AgentFileError(f"{where}: 'name' must be a slug (letters, digits, - and _)")
+    if name == RESERVED or SEPARATOR in name:
+        # /mcp/gateway is the gateway's own tools; /mcp splits `<server>__<tool>` on the first
+        # `__` (mcp_gateway.combined).
+        raise AgentFileError(
+            f"{where}: 'name' {name!r} is taken: '{RESERVED}' is the gateway's own MCP "
+            f"endpoint, and a name may not hold '{SEPARATOR}'"
+        )
     where = f"{where} '{name}'"
     url = spec.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):

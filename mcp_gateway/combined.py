@@ -1,0 +1,55 @@
+"""/mcp: every upstream's tools on one endpoint, each named `<server>__<tool>`, so a client
+configured once reaches them all. A call is split on the first `__` and goes on as a call of
+/mcp/<server> would (mcp_gateway.proxy); upstream names never hold `__` (upstreams.check)."""
+
+import asyncio
+import logging
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from infra.aio import blocking
+from mcp_gateway import forward, upstreams
+from mcp_gateway.models import Upstream
+
+SEPARATOR = upstreams.SEPARATOR
+
+log = logging.getLogger(__name__)
+
+
+def _upstreams() -> list[Upstream]:
+    return list(Upstream.objects.order_by("name"))
+
+
+async def tools() -> list[types.Tool]:
+    """Each upstream's tools in its order, the upstreams by name. An upstream that cannot be
+    listed now is left out (and logged), rather than taking the others' tools away."""
+    upstreams = await blocking(_upstreams)()
+    listed = await asyncio.gather(*(forward.tools(u) for u in upstreams), return_exceptions=True)
+    found: list[types.Tool] = []
+    for upstream, its in zip(upstreams, listed, strict=True):
+        if isinstance(its, BaseException):
+            log.warning("MCP server %s could not be listed: %r", upstream.name, its)
+            continue
+        found += [t.model_copy(update={"name": name(upstream, t.name)}) for t in its]
+    return found
+
+
+def name(upstream: Upstream, tool: str) -> str:
+    return f"{upstream.name}{SEPARATOR}{tool}"
+
+
+def _upstream(server: str) -> Upstream | None:
+    return Upstream.objects.filter(name=server).first()
+
+
+async def resolve(combined: str) -> tuple[Upstream, str]:
+    """The upstream and its tool's own name; an unknown server is an unknown tool."""
+    server, separated, tool = combined.partition(SEPARATOR)
+    upstream = await blocking(_upstream)(server) if separated and tool else None
+    if upstream is None:
+        raise MCPError(
+            types.INVALID_PARAMS,
+            f"Unknown tool: {combined} (tools here are named <server>{SEPARATOR}<tool>).",
+        )
+    return upstream, tool
