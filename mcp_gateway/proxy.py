@@ -75,7 +75,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         )
     read_only = bool(described.annotations and described.annotations.read_only_hint)
     if upstreams.is_immediate(upstream, described.name, read_only):
-        return await calls.immediate(upstream, caller.user, described.name, arguments)
+        return await calls.immediate(
+            upstream, caller.user, described.name, arguments, caller.credential
+        )
     return await calls.gated(upstream, caller.user, caller.credential, described, arguments)
 
 

@@ -1,0 +1,120 @@
+"""An upstream's question (elicitation/create) during a call through /mcp/<name> goes to a
+person as an input request, and their answer goes back to the upstream."""
+
+import json
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from agents.models import Event, Suspension
+from mcp_gateway import elicitation
+from tests.conftest import wait_for
+from tests.external.conftest import Later, Reviewer, token
+from tests.mcp_gateway.conftest import Upstream, call
+
+
+def text(result: Any) -> str:
+    return " ".join(c.text for c in result.content)
+
+
+class ElicitationTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(
+        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
+    ) -> None:
+        self.url = f"{gateway_url}/mcp/files"
+        self.reviewer = reviewer
+        self.caller = users["operator"]
+        self.token = token(self.caller, "runs")
+
+    def call_later(self, tool: str, arguments: dict[str, Any]) -> Later:
+        return Later(lambda: call(self.url, self.token, tool, arguments))
+
+    def question(self) -> dict[str, Any]:
+        [s] = wait_for(lambda: self.reviewer.pending("files"), timeout=30, what="a question")
+        return s
+
+    def resume(self, s: dict[str, Any], decision: dict[str, Any]) -> Any:
+        return self.reviewer.http.post(
+            f"/api/threads/{s['thread']}/suspensions/{s['id']}/resume", json=decision
+        )
+
+    def test_the_reviewers_answer_reaches_the_upstream(self) -> None:
+        held = self.call_later("confirm_name", {"suggested": "todo"})
+        s = self.question()
+        assert (s["kind"], s["tool"], s["agent"]) == ("input", "confirm_name", "files")
+        assert s["schema"]["properties"]["name"]["type"] == "string"
+        assert s["schema"]["properties"]["overwrite"]["type"] == "boolean"
+        assert "Save the note as todo?" in s["prompt"] and self.caller.username in s["prompt"]
+        # An answer that does not fit the form is refused while the reviewer can fix it.
+        wrong = self.resume(s, {"response": json.dumps({"name": "todo.md"})})
+        assert wrong.status_code == 400, wrong.text
+        assert "response.overwrite" in wrong.json()["fields"], wrong.text
+        answer = {"name": "todo.md", "overwrite": True}
+        assert self.resume(s, {"response": json.dumps(answer)}).status_code == 202
+        result = held.result()
+        assert not result.is_error, text(result)
+        assert text(result) == 'accept {"name": "todo.md", "overwrite": true}'
+        # The request's own events are its trail: raised, decided, read by the gateway.
+        kinds = set(Event.objects.filter(suspension_id=s["id"]).values_list("type", flat=True))
+        assert {
+            Event.Type.AGENT_SUSPENDED,
+            Event.Type.SUSPENSION_DECIDED,
+            Event.Type.AGENT_RESUMED,
+        } <= kinds
+        [called] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        assert called.payload["tool"] == "confirm_name" and called.payload["outcome"] == "ok"
+
+    def test_a_rejection_reaches_the_upstream_as_decline(self) -> None:
+        held = self.call_later("confirm_name", {"suggested": "todo"})
+        s = self.question()
+        assert self.resume(s, {"approved": False, "reason": "not now"}).status_code == 202
+        assert text(held.result()) == "decline"
+        assert Suspension.objects.get(pk=s["id"]).status == Suspension.Status.REJECTED
+
+    def test_a_url_question_shows_the_url_and_its_host_and_is_accepted(self) -> None:
+        held = self.call_later("sign_in", {})
+        s = self.question()
+        assert s["kind"] == "input" and s["tool"] == "sign_in"
+        assert s["input"] == {
+            "url": "https://login.example.com/auth?x=1",
+            "host": "login.example.com",
+        }
+        assert self.resume(s, {"response": "signed in"}).status_code == 202
+        assert text(held.result()) == "accept"
+
+
+class QuestionTestCase:
+    """What of the upstream's question is taken, before anything is stored."""
+
+    def test_a_nested_schema_is_refused(self) -> None:
+        nested = {"type": "object", "properties": {"a": {"type": "object"}}}
+        with pytest.raises(elicitation.Refused):
+            elicitation.flat(nested)
+
+    def test_flat_primitives_and_enums_are_taken(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "maxLength": 40},
+                "size": {"type": "integer", "minimum": 1},
+                "ratio": {"type": "number"},
+                "ok": {"type": "boolean", "default": False},
+                "colour": {"type": "string", "enum": ["red", "blue"]},
+                "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+            },
+            "required": ["name"],
+        }
+        assert elicitation.flat(schema) == schema
+
+    def test_the_message_is_bounded(self, users: dict[str, Any]) -> None:
+        from mcp_gateway.models import Upstream as Row
+
+        params = types.ElicitRequestURLParams(
+            message="x" * 5000 + "\x1b[31m", url="https://h.example/p", elicitation_id="1"
+        )
+        asked = elicitation._question(Row(name="files"), users["operator"], "t", params)
+        assert len(asked["prompt"]) < elicitation.MAX_MESSAGE + 200
+        assert "\x1b" not in asked["prompt"]
+        assert asked["arguments"]["host"] == "h.example"
