@@ -6,9 +6,11 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from django.test import Client
 
 from agents.models import Event, Suspension
 from mcp_gateway import elicitation
+from mcp_gateway.models import Upstream as Row
 from tests.conftest import wait_for
 from tests.external.conftest import Later, Reviewer, token
 from tests.mcp_gateway.conftest import Upstream, call
@@ -109,8 +111,6 @@ class QuestionTestCase:
         assert elicitation.flat(schema) == schema
 
     def test_the_message_is_bounded(self, users: dict[str, Any]) -> None:
-        from mcp_gateway.models import Upstream as Row
-
         params = types.ElicitRequestURLParams(
             message="x" * 5000 + "\x1b[31m", url="https://h.example/p", elicitation_id="1"
         )
@@ -118,3 +118,53 @@ class QuestionTestCase:
         assert len(asked["prompt"]) < elicitation.MAX_MESSAGE + 200
         assert "\x1b" not in asked["prompt"]
         assert asked["arguments"]["host"] == "h.example"
+
+
+class QuestionCardTestCase:
+    """The inbox card of an upstream's question: a form drawn from its schema, escaped."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any]) -> None:
+        self.users = users
+        self.client = Client()
+        self.client.force_login(users["reviewer"])
+
+    def ask(self, params: Any) -> Suspension:
+        upstream = Row(name="files", url="http://127.0.0.1:1/mcp")
+        asked = elicitation._question(upstream, self.users["operator"], "confirm", params)
+        return elicitation.raise_question(upstream, self.users["operator"], "confirm", asked)
+
+    def test_a_form_question_shows_a_field_per_property_and_a_decline(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "<i>the</i> name"},
+                "overwrite": {"type": "boolean"},
+                "colour": {"type": "string", "enum": ["red", "blue"]},
+                "copies": {"type": "integer", "minimum": 1},
+            },
+            "required": ["name", "overwrite"],
+        }
+        s = self.ask(
+            types.ElicitRequestFormParams(message="<script>x</script>", requested_schema=schema)
+        )
+        html = self.client.get("/").content.decode()
+        card = html[html.index(f'id="s-{s.pk}"') :].split("</article>")[0]
+        assert 'name="field-name"' in card and 'type="text"' in card
+        assert 'type="checkbox" id="answer-' in card  # overwrite: required, a checkbox
+        assert '<option value="&quot;red&quot;"' in card
+        assert 'type="number"' in card and 'min="1"' in card
+        assert 'data-action="decline"' in card
+        assert 'textarea name="response"' not in card
+        assert "<script>x</script>" not in html and "<i>the</i>" not in html
+
+    def test_a_url_question_shows_the_url_as_text(self) -> None:
+        s = self.ask(
+            types.ElicitRequestURLParams(
+                message="sign in", url="https://login.example.com/a", elicitation_id="1"
+            )
+        )
+        card = self.client.get("/").content.decode()
+        card = card[card.index(f'id="s-{s.pk}"') :].split("</article>")[0]
+        assert "login.example.com" in card and 'href="https://login.example.com' not in card
+        assert 'data-action="decline"' in card
