@@ -8,8 +8,9 @@ then answers the upstream: an answer is `accept` with its content, a rejection `
 anything else (cancelled, the deadline, the request refused for now) `cancel`. A URL-mode
 question shows the URL and its host as text; the gateway never fetches it.
 
-The audit trail is the request's own events (AGENT_SUSPENDED, SUSPENSION_DECIDED,
-AGENT_RESUMED): nothing else is recorded here.
+The audit trail is the request's own events (AGENT_SUSPENDED; SUSPENSION_DECIDED, or
+SUSPENSION_CANCELLED when the call ends first; AGENT_RESUMED when the answer is read): nothing
+else is recorded here.
 """
 
 import asyncio
@@ -29,8 +30,8 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT
 
 from access import admission, ratelimits
 from access.revocation import Credential
-from agents import external
-from agents.models import AgentDefinition, Suspension
+from agents import events, external
+from agents.models import AgentDefinition, Event, Suspension
 from approvals.waiters import waiting
 from infra.aio import blocking, wait_event
 from mcp_gateway import actions
@@ -75,7 +76,13 @@ def callback(
             s = await blocking(raise_question)(upstream, user, tool, asked)
         except (ratelimits.Limited, external.RunEnded, IntegrityError):
             return types.ElicitResult(action="cancel")
-        s = await _decided(s, credential)
+        try:
+            s = await _decided(s, credential)
+        except asyncio.CancelledError:
+            # The call ended first (its client went away, or the upstream stopped waiting):
+            # nobody would read an answer, so the card leaves the inbox.
+            await asyncio.shield(blocking(withdraw)(s, user))
+            raise
         await blocking(external.acknowledge)(s, user)
         return answer(s)
 
@@ -162,6 +169,32 @@ def raise_question(upstream: Upstream, user: Any, tool: str, asked: dict[str, An
         s.presentation = {**s.presentation, ANSWER: asked["mode"]}
         Suspension.objects.filter(pk=s.pk).update(presentation=s.presentation)
     return s
+
+
+def withdraw(s: Suspension, user: Any) -> bool:
+    """Cancel the question if it is still open, as a cancelled run cancels its requests
+    (agents.cancelling): True when this call did."""
+    with transaction.atomic():
+        n = Suspension.objects.filter(pk=s.pk, status=Suspension.Status.PENDING).update(
+            status=Suspension.Status.CANCELLED,
+            approved=False,
+            reason="the upstream call ended before an answer",
+            decided_at=timezone.now(),
+        )
+        if n:
+            events.record(
+                Event.Type.SUSPENSION_CANCELLED,
+                thread_id=s.thread_id,
+                suspension_id=s.pk,
+                actor=user,
+                payload={
+                    "tool": s.tool_name,
+                    "agent": s.agent_name,
+                    "status": Suspension.Status.CANCELLED,
+                    "decided_by": None,
+                },
+            )
+    return bool(n)
 
 
 async def _decided(s: Suspension, credential: Credential | None) -> Suspension:

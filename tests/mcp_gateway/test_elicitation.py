@@ -2,18 +2,25 @@
 person as an input request, and their answer goes back to the upstream."""
 
 import json
+from datetime import timedelta
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 from django.test import Client
+from django.utils import timezone
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 
+from agents import deadlines
 from agents.models import Event, Suspension
 from mcp_gateway import elicitation
 from mcp_gateway.models import Upstream as Row
+from mcp_gateway.upstreams import DEFAULT_TIMEOUT
 from tests.conftest import wait_for
 from tests.external.conftest import Later, Reviewer, token
-from tests.mcp_gateway.conftest import Upstream, call
+from tests.mcp_gateway.conftest import Upstream, call, run
 
 
 def text(result: Any) -> str:
@@ -74,6 +81,34 @@ class ElicitationTestCase:
         assert self.resume(s, {"approved": False, "reason": "not now"}).status_code == 202
         assert text(held.result()) == "decline"
         assert Suspension.objects.get(pk=s["id"]).status == Suspension.Status.REJECTED
+
+    def test_a_deadline_with_no_answer_reaches_the_upstream_as_cancel(self) -> None:
+        held = self.call_later("confirm_name", {"suggested": "todo"})
+        self.question()
+        later = timezone.now() + timedelta(seconds=DEFAULT_TIMEOUT + 1)
+        assert deadlines.expire_overdue(now=later) == 1
+        assert text(held.result()) == "cancel"
+
+    def test_a_question_whose_caller_gives_up_leaves_the_inbox(self) -> None:
+        async def give_up() -> None:
+            http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {self.token}"},
+                timeout=httpx2.Timeout(30, read=3),
+            )
+            async with McpClient(streamable_http_client(self.url, http_client=http)) as client:
+                await client.call_tool("confirm_name", {"suggested": "todo"})
+
+        with pytest.raises(Exception):  # noqa: B017 - the client's read timeout, however wrapped
+            run(give_up())
+        s = wait_for(
+            lambda: Suspension.objects.exclude(status="pending").first(),
+            timeout=30,
+            what="the question cancelled",
+        )
+        assert s.status == Suspension.Status.CANCELLED
+        assert Event.objects.filter(
+            type=Event.Type.SUSPENSION_CANCELLED, suspension_id=s.pk
+        ).exists()
 
     def test_a_url_question_shows_the_url_and_its_host_and_is_accepted(self) -> None:
         held = self.call_later("sign_in", {})
