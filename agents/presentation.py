@@ -142,4 +142,7 @@ def payload(s: Any) -> dict[str, Any]:
         "reject_reasons": list(kept.get("reject_reasons") or []),
         "asked_via": asked_via(s.lineage),
         "asker": asker(s.lineage, s.agent_name),
+        # How a question is answered: "form" (a JSON object of its schema's fields) or "url"
+        # (an MCP upstream's elicitation: mcp_gateway.elicitation); "" for free text.
+        "answer": kept.get("answer", ""),
     }

@@ -62,7 +62,8 @@ class Suspension(Answer):
     presentation: dict[str, Any] = Field(
         description="What the card says: the tool's description, the call's summary (and "
         "edited_summary), what approving does, reject_reasons, asked_via, risk (low, normal "
-        "or high)."
+        "or high), answer (how a question is answered: `form`, a JSON object of its schema's "
+        "fields as `response`; `url`; empty for free text)."
     )
     ignored: dict[str, Any] | None = Field(
         description="Dismissed from the inbox without a decision: {by, at}; null if not."

@@ -14,7 +14,7 @@ from agents import external
 from agents.models import Suspension
 from approvals.waiters import waiting
 from infra.aio import blocking, wait_event
-from mcp_gateway import actions, forward
+from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream
 
 SAFETY_POLL = 1.0
@@ -25,10 +25,16 @@ def dump(result: types.CallToolResult) -> dict[str, Any]:
 
 
 async def immediate(
-    upstream: Upstream, user: Any, tool: str, arguments: dict[str, Any]
+    upstream: Upstream,
+    user: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    credential: Credential | None = None,
 ) -> types.CallToolResult:
     started = time.monotonic()
-    result = await forward.call(upstream, tool, arguments)
+    # A question the upstream asks meanwhile goes to a person (mcp_gateway.elicitation).
+    asks = elicitation.callback(upstream, user, tool, credential)
+    result = await forward.call(upstream, tool, arguments, elicit=asks)
     seconds = time.monotonic() - started
     await blocking(actions.record)(user, upstream.name, tool, arguments, dump(result), seconds)
     return result

@@ -7,6 +7,7 @@ import httpx2
 import mcp_types as types
 from django.conf import settings
 from mcp import Client
+from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_gateway.models import Upstream
@@ -46,12 +47,20 @@ async def tools(upstream: Upstream) -> list[types.Tool]:
 
 
 async def call(
-    upstream: Upstream, tool: str, arguments: dict[str, Any], meta: dict[str, Any] | None = None
+    upstream: Upstream,
+    tool: str,
+    arguments: dict[str, Any],
+    meta: dict[str, Any] | None = None,
+    elicit: ElicitationFnT | None = None,
 ) -> types.CallToolResult:
     """The upstream's answer; an upstream that fails or cannot be reached is a result with
-    isError, saying so (the caller records it as the call's outcome)."""
+    isError, saying so (the caller records it as the call's outcome). With `elicit`
+    (mcp_gateway.elicitation.callback) the client declares the elicitation capability and the
+    upstream's questions go to it; without, the SDK declares none and refuses them."""
     try:
-        async with _client(upstream) as client:
+        client = _client(upstream)
+        client.elicitation_callback = elicit  # read when the client connects
+        async with client:
             return await client.call_tool(tool, arguments, meta=meta)
     except Exception as e:  # any failure of the upstream is the call's result
         return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")

@@ -123,7 +123,9 @@ async def call_tool(
         )
     read_only = bool(described.annotations and described.annotations.read_only_hint)
     if upstreams.is_immediate(upstream, described.name, read_only):
-        return await calls.immediate(upstream, caller.user, described.name, arguments)
+        return await calls.immediate(
+            upstream, caller.user, described.name, arguments, caller.credential
+        )
     if tasks_ext.declared(ctx):
         # A client of the Tasks extension gets a task at once instead of a held call.
         return await tasks_ext.create(upstream, caller.user, described, arguments, via(ctx, caller))

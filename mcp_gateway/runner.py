@@ -35,7 +35,7 @@ from django.utils import timezone
 from agents import external
 from agents.models import Event, Suspension
 from gateway.celery import app
-from mcp_gateway import actions, forward
+from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream, UpstreamCall
 
 log = logging.getLogger(__name__)
@@ -184,9 +184,11 @@ async def _call(
 ) -> types.CallToolResult:
     limit = settings.MCP_CALL_TIMEOUT_SECONDS
     try:
+        # A question the upstream asks meanwhile goes to a person (mcp_gateway.elicitation).
+        asks = elicitation.callback(upstream, s.thread.created_by, s.tool_name)
+        meta = {IDEMPOTENCY_META: str(s.pk)}
         return await asyncio.wait_for(
-            forward.call(upstream, s.tool_name, arguments, meta={IDEMPOTENCY_META: str(s.pk)}),
-            limit,
+            forward.call(upstream, s.tool_name, arguments, meta=meta, elicit=asks), limit
         )
     except TimeoutError:
         return forward.failed(

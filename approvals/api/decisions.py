@@ -1,6 +1,7 @@
 """Decisions (resumeExecution): check a decision's body, record it, answer with the outcome;
 one suspension a call, or up to 100 (POST /api/decisions), each decided by decide_one."""
 
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,8 @@ def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> dict[str, An
     declined, never approved, and edited arguments must fit the tool's schema as it was when
     the call was made."""
     decision = (data if isinstance(data, Resume) else parse(Resume, data)).decision()
+    if "response" in decision and (s.presentation or {}).get("answer") == "form":
+        _check_form_answer(s, decision["response"])
     if "approved" not in decision:
         return decision
     if s.kind == Suspension.Kind.INPUT and decision["approved"]:
@@ -62,6 +65,21 @@ def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> dict[str, An
                 {f"modifiedArgs.{k}" if k else "modifiedArgs": v for k, v in errors.items()},
             )
     return decision
+
+
+def _check_form_answer(s: Suspension, response: str) -> None:
+    """A question asked with a form (an MCP upstream's elicitation: mcp_gateway.elicitation)
+    takes a JSON object that fits its schema, checked now, while the reviewer can fix it."""
+    try:
+        answer = json.loads(response)
+    except ValueError:
+        answer = None
+    errors = argcheck.field_errors(s.tool_schema or {"type": "object"}, answer)
+    if errors:
+        raise BadRequest(
+            "The answer does not fit the form: send a JSON object of its fields.",
+            {f"response.{k}" if k else "response": v for k, v in errors.items()},
+        )
 
 
 @dataclass(frozen=True)

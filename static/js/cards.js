@@ -327,7 +327,20 @@
       extend(card);
     } else if (action === "answer") {
       var part = card.querySelector(".only-input");
-      send(card, { response: part.querySelector("textarea").value }, part.querySelector(".field-errors"));
+      var form = part.querySelector(".schema-form");
+      if (!form) {
+        send(card, { response: part.querySelector("textarea").value }, part.querySelector(".field-errors"));
+        return;
+      }
+      // A form's answer is a JSON object of its fields; the server checks it against the schema.
+      var read = window.GatewayEdit.readForm(form);
+      if (Object.keys(read.errors).length) {
+        window.GatewayEdit.showErrors(card, part.querySelector(".field-errors"), read.errors);
+        return;
+      }
+      send(card, { response: JSON.stringify(read.value) }, part.querySelector(".field-errors"));
+    } else if (action === "decline") {
+      send(card, { approved: false, reason: "" });
     }
   });
 

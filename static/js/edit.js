@@ -335,5 +335,5 @@
   document.addEventListener("input", edited);
   document.addEventListener("change", edited);
 
-  window.GatewayEdit = { pending: pending, guard: guard, showErrors: showErrors };
+  window.GatewayEdit = { pending: pending, guard: guard, showErrors: showErrors, readForm: readForm };
 })();

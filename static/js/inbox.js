@@ -102,7 +102,11 @@
       query + "&group=" + (together ? "same" : "none");
     swap.get(url).then(function (html) {
       var fresh = html ? swap.parse(html).firstElementChild : null;
-      if (fresh && !cards.byId(fresh.dataset.id)) arrived(fresh);
+      if (!fresh || cards.byId(fresh.dataset.id)) return;
+      arrived(fresh);
+      // Drawn as it was when the server rendered it: an event that decided it meanwhile came
+      // while it was not on the page (a group decided at once), so it is asked for again.
+      if (fresh.isConnected) cards.refresh(fresh.dataset.id);
     }, function () { /* the counts still say how many wait */ });
   }
 

@@ -42,7 +42,12 @@ class ProxyTestCase:
 
     def test_it_lists_the_upstreams_tools_in_order_with_their_annotations(self) -> None:
         tools = list_tools(self.url, self.token)
-        assert [t.name for t in tools] == ["read_note", "delete_file"]
+        assert [t.name for t in tools] == [
+            "read_note",
+            "delete_file",
+            "confirm_name",
+            "sign_in",
+        ]
         assert tools[0].annotations.read_only_hint is True
         assert tools[1].annotations.destructive_hint is True
 

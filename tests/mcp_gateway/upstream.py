@@ -2,7 +2,13 @@
 
 `read_note` only reads (readOnlyHint); `delete_file` is destructive and appends one JSON line
 per call to LOG (its arguments, the Authorization header it was sent and the call's `_meta`),
-so a test counts the side effects; a path under /slow/ then takes 30 s."""
+so a test counts the side effects (a path under /slow/ then takes 30 s). `confirm_name` asks
+its client for input (`elicitation/create`, form mode) and returns what it was answered;
+`sign_in`, last, asks it to visit a URL (URL mode).
+
+The server is stateful and answers over SSE: the SDK sends a server-initiated request such
+as `elicitation/create` only on a session's stream (a stateless or JSON-only transport has
+no back-channel for it and fails the tool)."""
 
 import json
 import sys
@@ -12,6 +18,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
+from pydantic import BaseModel
 
 server = MCPServer("files")
 LOG = Path(sys.argv[2]) if len(sys.argv) > 2 else Path("upstream.log")
@@ -43,6 +50,31 @@ async def delete_file(path: str, ctx: Context) -> str:
     return f"deleted {path}"
 
 
+class Confirmation(BaseModel):
+    name: str
+    overwrite: bool
+
+
+# Read-only as far as the gateway knows (so it passes without a request of its own): it only
+# asks, and says what it was told.
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def confirm_name(suggested: str, ctx: Context) -> str:
+    """Ask the user to confirm a note's name."""
+    answer = await ctx.elicit(f"Save the note as {suggested}?", Confirmation)
+    if answer.action == "accept":
+        return f"accept {json.dumps(answer.data.model_dump(), sort_keys=True)}"
+    return answer.action
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def sign_in(ctx: Context) -> str:
+    """Ask the user to sign in on a page of the upstream's (URL-mode elicitation)."""
+    answer = await ctx.elicit_url(
+        "Sign in to <b>files</b>", "https://login.example.com/auth?x=1", "sign-in-1"
+    )
+    return answer.action
+
+
 if __name__ == "__main__":
-    app = server.streamable_http_app(stateless_http=True, json_response=True)
+    app = server.streamable_http_app(stateless_http=False, json_response=False)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
