@@ -6,18 +6,14 @@ import time
 from typing import Any
 
 import mcp_types as types
-from django.conf import settings
 
 from access import ratelimits
 from access.revocation import Credential
 from agents import external
 from agents.models import Suspension
-from approvals.waiters import waiting
-from infra.aio import blocking, wait_event
-from mcp_gateway import actions, elicitation, forward
+from infra.aio import blocking
+from mcp_gateway import actions, elicitation, forward, holding
 from mcp_gateway.models import Upstream
-
-SAFETY_POLL = 1.0
 
 
 def dump(result: types.CallToolResult) -> dict[str, Any]:
@@ -47,7 +43,9 @@ async def gated(
     described: types.Tool,
     arguments: dict[str, Any],
     via: str = "",
+    progress: holding.Progress | None = None,
 ) -> types.CallToolResult:
+    """A gated call: its request raised (or attached to), then held (mcp_gateway.holding)."""
     try:
         s = await blocking(actions.attach_or_raise)(
             upstream, user, described.name, arguments, described, via
@@ -56,50 +54,13 @@ async def gated(
         return forward.failed(
             f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
         )
-    deadline = time.monotonic() + settings.MCP_HOLD_SECONDS
-    # Subscribed before the read, so a decision or a result written in between still wakes the
-    # wait: the decision's event and the upstream call's (MCP_TOOL_CALLED) both name the request.
-    async with waiting("suspension", str(s.pk), credential) as waiter:
-        while True:
-            waiter.woken.clear()
-            s = await blocking(actions.reread)(s.pk)
-            if not s.pending:
-                answer = await _answer(s)
-                if answer is not None:
-                    # Answered: the next identical call is a new request (attach_or_raise).
-                    await blocking(external.acknowledge)(s, user)
-                    return answer
-            left = deadline - time.monotonic()
-            if left <= 0 or waiter.revoked:
-                state = "pending" if s.pending else "approved; the upstream call is under way"
-                return _pending(s, state)
-            await wait_event(waiter.woken, min(SAFETY_POLL, left))
+    return await holding.hold(s, user, credential, _answer, progress)
 
 
 async def _answer(s: Suspension) -> types.CallToolResult | None:
-    """What the client gets for a decided request: the refusal, or the upstream's answer once
-    a worker has called it (mcp_gateway.runner); None while that call is still to come."""
-    payload = external.request_payload(s)
-    if not payload["approved"]:
-        by = payload["decided_by"] or "the deadline"
-        reason = payload["reason"] or "no reason given"
-        return forward.failed(
-            f"Not run: request {s.pk} was {s.status} by {by}: {reason}.",
-            request=str(s.pk),
-            status=s.status,
-            decided_by=payload["decided_by"],
-            reason=payload["reason"],
-        )
+    """The refusal, or the upstream's answer once a worker has called it (mcp_gateway.runner);
+    None while that call is still to come."""
+    if not external.request_payload(s)["approved"]:
+        return holding.refused(s)
     kept = await blocking(actions.done_result)(s)
     return None if kept is None else types.CallToolResult.model_validate(kept)
-
-
-def _pending(s: Suspension, state: str = "pending") -> types.CallToolResult:
-    page = f"/threads/{s.thread_id}/"
-    return forward.failed(
-        f"Request {s.pk} is {state}: a person must decide it (see {page}). Call again with "
-        "the same arguments to wait for the decision; it will not be raised twice.",
-        request=str(s.pk),
-        status="pending",
-        page=page,
-    )

@@ -13,12 +13,10 @@ made a slug, else DEFAULT_AGENT: an agent definition of that name lends its poli
 
 import dataclasses
 import json
-import time
 from typing import Any
 
 import jsonschema
 import mcp_types as types
-from django.conf import settings
 from django.utils.text import slugify
 from mcp.shared.exceptions import MCPError
 
@@ -29,9 +27,8 @@ from agents.models import Suspension
 from agents.runtime.tools import Tool
 from approvals.api.external import MAX_TIMEOUT, parse
 from approvals.http import BadRequest
-from approvals.waiters import waiting
-from infra.aio import blocking, wait_event
-from mcp_gateway import actions, forward, upstreams
+from infra.aio import blocking
+from mcp_gateway import actions, forward, holding, upstreams
 
 # The endpoint /mcp/gateway: a name no upstream may take (upstreams.check).
 NAME = upstreams.RESERVED
@@ -147,7 +144,12 @@ def _raise(user: Any, name: str, arguments: dict[str, Any], request: external.Re
 
 
 async def call(
-    user: Any, credential: Credential, via: str, name: str, arguments: dict[str, Any]
+    user: Any,
+    credential: Credential,
+    via: str,
+    name: str,
+    arguments: dict[str, Any],
+    progress: holding.Progress | None = None,
 ) -> types.CallToolResult:
     """A call of one of TOOLS: its request raised or attached to, then held for the answer."""
     _checked(name, arguments)
@@ -158,21 +160,11 @@ async def call(
         return forward.failed(
             f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
         )
-    deadline = time.monotonic() + settings.MCP_HOLD_SECONDS
-    # Subscribed before the read, so a decision made in between still wakes the wait.
-    async with waiting("suspension", str(s.pk), credential) as waiter:
-        while True:
-            waiter.woken.clear()
-            s = await blocking(actions.reread)(s.pk)
-            if not s.pending:
-                break
-            left = deadline - time.monotonic()
-            if left <= 0 or waiter.revoked:
-                return pending(s)
-            await wait_event(waiter.woken, min(SAFETY_POLL, left))
-    # Answered: the next identical call is a new request (actions.ask).
-    await blocking(external.acknowledge)(s, user)
-    return answer(s)
+
+    async def answered(s: Suspension) -> types.CallToolResult:
+        return answer(s)
+
+    return await holding.hold(s, user, credential, answered, progress)
 
 
 def answer(s: Suspension) -> types.CallToolResult:
@@ -181,14 +173,7 @@ def answer(s: Suspension) -> types.CallToolResult:
     payload = external.request_payload(s)
     about = {"request": str(s.pk), "decided_by": payload["decided_by"]}
     if not payload["approved"]:
-        by = payload["decided_by"] or "the deadline"
-        reason = payload["reason"] or "no reason given"
-        return forward.failed(
-            f"Request {s.pk} was {s.status} by {by}: {reason}.",
-            **about,
-            status=s.status,
-            reason=payload["reason"],
-        )
+        return holding.refused(s, lead="Request")
     if s.kind == Suspension.Kind.INPUT:
         text = payload["response"] or ""
         found: dict[str, Any] = {"answer": text, **about}
@@ -205,15 +190,4 @@ def answer(s: Suspension) -> types.CallToolResult:
 def _structured(content: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=content
-    )
-
-
-def pending(s: Suspension) -> types.CallToolResult:
-    page = f"/threads/{s.thread_id}/"
-    return forward.failed(
-        f"Request {s.pk} is pending: a person must decide it (see {page}). Call again with the "
-        "same arguments to wait for the decision; it will not be raised twice.",
-        request=str(s.pk),
-        status="pending",
-        page=page,
     )

@@ -14,7 +14,6 @@ who calls ride in a context variable the handlers read; the SDK starts each requ
 task from the request's own task, so it sees them).
 """
 
-import asyncio
 import contextvars
 import dataclasses
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ import mcp_types as types
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from starlette.responses import JSONResponse
 
@@ -34,7 +32,16 @@ from access.auth import bearer
 from access.models import Scope, digest
 from access.revocation import Credential
 from infra.aio import blocking
-from mcp_gateway import calls, combined, forward, own_tools, tasks_ext, upstreams
+from mcp_gateway import (
+    calls,
+    combined,
+    forward,
+    holding,
+    own_tools,
+    tasks_ext,
+    transport,
+    upstreams,
+)
 from mcp_gateway.models import Upstream
 
 PATH_PREFIX = "/mcp/"
@@ -95,6 +102,19 @@ def via(ctx: Any, caller: Caller) -> str:
     return f"{client}, token {_bounded(token)}" if token else client
 
 
+def progress(ctx: Any) -> holding.Progress | None:
+    """Progress notifications for a held call, when its client asked for them (a
+    progressToken; such a request is answered over SSE: mcp_gateway.transport)."""
+    meta = getattr(ctx, "meta", None) or {}
+    if meta.get("progress_token") is None and meta.get("progressToken") is None:
+        return None
+
+    async def report(waited: float, message: str) -> None:
+        await ctx.session.report_progress(round(waited, 1), None, message)
+
+    return report
+
+
 async def call_tool(
     ctx: Any, params: types.CallToolRequestParams
 ) -> types.CallToolResult | dict[str, Any]:
@@ -102,7 +122,7 @@ async def call_tool(
     arguments = params.arguments or {}
     if caller.endpoint == own_tools.NAME:
         return await own_tools.call(
-            caller.user, caller.credential, via(ctx, caller), params.name, arguments
+            caller.user, caller.credential, via(ctx, caller), params.name, arguments, progress(ctx)
         )
     if caller.upstream is None:
         upstream, tool = await combined.resolve(params.name)
@@ -130,7 +150,13 @@ async def call_tool(
         # A client of the Tasks extension gets a task at once instead of a held call.
         return await tasks_ext.create(upstream, caller.user, described, arguments, via(ctx, caller))
     return await calls.gated(
-        upstream, caller.user, caller.credential, described, arguments, via(ctx, caller)
+        upstream,
+        caller.user,
+        caller.credential,
+        described,
+        arguments,
+        via(ctx, caller),
+        progress(ctx),
     )
 
 
@@ -141,36 +167,6 @@ server.extensions[tasks_ext.EXTENSION] = {}
 task_get, task_cancel = tasks_ext.handlers(_caller.get)
 server.add_request_handler("tasks/get", types.GetTaskRequestParams, task_get)
 server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, task_cancel)
-
-
-class Sessions:
-    """The SDK's session manager, run for the life of the process in a task of its own:
-    daphne sends no ASGI lifespan, so it starts with the first request."""
-
-    def __init__(self) -> None:
-        self.manager: StreamableHTTPSessionManager | None = None
-        self.lock = asyncio.Lock()
-        self.task: asyncio.Task[None] | None = None
-
-    async def started(self) -> StreamableHTTPSessionManager:
-        async with self.lock:
-            if self.manager is None:
-                manager = StreamableHTTPSessionManager(
-                    app=server, stateless=True, json_response=True
-                )
-                ready = asyncio.Event()
-                self.task = asyncio.create_task(self._run(manager, ready))
-                await ready.wait()
-                self.manager = manager
-        return self.manager
-
-    async def _run(self, manager: StreamableHTTPSessionManager, ready: asyncio.Event) -> None:
-        async with manager.run():
-            ready.set()
-            await asyncio.Event().wait()
-
-
-sessions = Sessions()
 
 
 def refusal(status: int, code: int, message: str, **data: Any) -> JSONResponse:
@@ -249,5 +245,4 @@ async def _serve(scope: dict[str, Any], receive: Any, send: Any, caller: Caller)
     """The SDK answers the request, with who calls and where in the context its handlers read."""
     agent = dict(scope.get("headers", [])).get(b"user-agent", b"").decode("latin-1")
     _caller.set(dataclasses.replace(caller, user_agent=agent))
-    manager = await sessions.started()
-    await manager.handle_request(scope, receive, send)
+    await transport.handle(server, scope, receive, send)

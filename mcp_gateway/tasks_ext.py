@@ -20,11 +20,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from access import ratelimits
-from agents import events, external, policy
+from agents import events, external
 from agents.models import Event, Suspension
 from approvals.http import parse_uuid
 from infra.aio import blocking
-from mcp_gateway import actions, forward
+from mcp_gateway import actions, forward, holding
 from mcp_gateway.calls import dump
 from mcp_gateway.models import Upstream, UpstreamCall
 
@@ -52,39 +52,9 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-def who_decides(s: Suspension) -> str:
-    """The status message of a pending request: who may decide it, and by when."""
-    rules = policy.of(s)
-    count = int(rules.get("quorum") or 1)
-    who = f"{count} reviewers" if count > 1 else "a reviewer"
-    groups = [s.escalate_to] if s.escalated_at and s.escalate_to else rules.get("groups") or []
-    if groups:
-        who += f" of group {' or '.join(groups)}" if len(groups) > 1 else f" of group {groups[0]}"
-    if rules.get("four_eyes") and (asker := rules.get("started_by")):
-        who += f" other than {asker}"
-    message = f"Waiting for {who} to decide"
-    if s.expires_at is not None:
-        deadline = s.expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-        then = "approved" if s.on_timeout == Suspension.OnTimeout.APPROVE else "rejected"
-        message += f" by {deadline} (then it is {then})"
-    return f"{message}; request {s.pk}, page /threads/{s.thread_id}/."
-
-
 def refusal(s: Suspension) -> dict[str, Any]:
-    """The tool result of a request that was not approved: who decided and why, as the held
-    call says it (mcp_gateway.calls)."""
-    payload = external.request_payload(s)
-    by = payload["decided_by"] or "the deadline"
-    reason = payload["reason"] or payload["response"] or "no reason given"
-    return dump(
-        forward.failed(
-            f"Not run: request {s.pk} was {s.status} by {by}: {reason}.",
-            request=str(s.pk),
-            status=s.status,
-            decided_by=payload["decided_by"],
-            reason=payload["reason"],
-        )
-    )
+    """The tool result of a request that was not approved, as the held call says it."""
+    return dump(holding.refused(s))
 
 
 def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
@@ -100,7 +70,7 @@ def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
         "pollIntervalMs": POLL_MS,
     }
     if s.pending:
-        return {**task, "status": "working", "statusMessage": who_decides(s)}
+        return {**task, "status": "working", "statusMessage": holding.who_decides(s)}
     if s.status == Suspension.Status.CANCELLED:
         by = s.decided_by_name or "the gateway"
         return {**task, "status": "cancelled", "statusMessage": f"Cancelled by {by}: {s.reason}"}

@@ -32,7 +32,12 @@ class CombinedTestCase:
 
     def test_it_lists_every_upstreams_tools_under_its_name(self) -> None:
         tools = list_tools(self.url, self.token)
-        assert [t.name for t in tools] == ["files__read_note", "files__delete_file"]
+        assert [t.name for t in tools] == [
+            "files__read_note",
+            "files__delete_file",
+            "files__confirm_name",
+            "files__sign_in",
+        ]
         assert tools[0].annotations.read_only_hint is True
         assert tools[1].input_schema["properties"]["path"]["type"] == "string"
 

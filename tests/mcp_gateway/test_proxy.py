@@ -7,7 +7,10 @@ import time
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -15,7 +18,7 @@ from agents.models import Event, Suspension
 from mcp_gateway.models import UpstreamCall
 from tests.conftest import wait_for
 from tests.external.conftest import Later, Reviewer, token
-from tests.mcp_gateway.conftest import FILES, Upstream, call, list_tools
+from tests.mcp_gateway.conftest import FILES, Upstream, call, list_tools, run
 
 
 def request_id(s: dict[str, Any]) -> Any:
@@ -228,3 +231,43 @@ class WorkerTestCase:
         [s] = Suspension.objects.all()
         assert s.status == Suspension.Status.TIMED_OUT
         assert self.upstream.deleted() == []
+
+
+class ProgressTestCase:
+    """A held call whose client asked for progress is told who must decide, while it waits."""
+
+    @pytest.fixture(autouse=True)
+    def setup(
+        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
+    ) -> None:
+        self.upstream = files
+        self.url = f"{gateway_url}/mcp/files"
+        self.reviewer = reviewer
+        self.token = token(users["operator"], "runs")
+
+    def test_a_held_call_reports_progress_then_returns_the_result(self) -> None:
+        told: list[tuple[float, str | None]] = []
+
+        async def go() -> Any:
+            http = httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {self.token}"},
+                timeout=httpx2.Timeout(30, read=120),
+            )
+            async with Client(streamable_http_client(self.url, http_client=http)) as client:
+
+                async def progress(done: float, total: float | None, message: str | None) -> None:
+                    told.append((done, message))
+
+                return await client.call_tool(
+                    "delete_file", {"path": "/tmp/p"}, progress_callback=progress
+                )
+
+        held = Later(lambda: run(go()))
+        wait_for(lambda: told, what="a progress notification")
+        s = Suspension.objects.get()
+        assert told[0][1] is not None and told[0][1].startswith("Waiting for a reviewer")
+        assert str(s.pk) in told[0][1]
+        self.reviewer.decide("files", {"approved": True})
+        result = held.result()
+        assert text(result) == "deleted /tmp/p", text(result)
+        assert len(self.upstream.deleted()) == 1
