@@ -17,6 +17,44 @@ class AlreadyFinished(Exception):
     """The thread has already ended."""
 
 
+def cancel_request(
+    s: Suspension,
+    user: Any,
+    reason: str,
+    now: datetime | None = None,
+    decided_by: bool = True,
+) -> bool:
+    """Cancel one request if it is still pending, with its SUSPENSION_CANCELLED event: True
+    when this call did. `decided_by`: the user cancelled it (False: it was withdrawn on their
+    behalf, as an upstream's question whose call ended is, and names no one)."""
+    now = now or timezone.now()
+    by = getattr(user, "username", "") if decided_by else ""
+    with transaction.atomic():
+        n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(
+            status=S.CANCELLED,
+            approved=False,
+            reason=reason,
+            decided_by=user if decided_by else None,
+            decided_by_name=by,
+            decided_at=now,
+        )
+        if n:
+            events.record(
+                Event.Type.SUSPENSION_CANCELLED,
+                thread_id=s.thread_id,
+                suspension_id=s.pk,
+                actor=user,
+                payload={
+                    "tool": s.tool_name,
+                    "agent": s.agent_name,
+                    "status": S.CANCELLED,
+                    "decided_by": by or None,
+                    "reason": reason,
+                },
+            )
+    return bool(n)
+
+
 def cancel_thread(
     thread_id: UUID,
     user: Any,
@@ -31,27 +69,7 @@ def cancel_thread(
             raise AlreadyFinished(thread.status)
         pending = list(thread.suspensions.filter(status=S.PENDING))
         for s in pending:
-            n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(
-                status=S.CANCELLED,
-                approved=False,
-                reason=reason,
-                decided_by=user,
-                decided_by_name=getattr(user, "username", ""),
-                decided_at=now,
-            )
-            if n:
-                events.record(
-                    Event.Type.SUSPENSION_CANCELLED,
-                    thread_id=thread.id,
-                    suspension_id=s.pk,
-                    actor=user,
-                    payload={
-                        "tool": s.tool_name,
-                        "agent": s.agent_name,
-                        "status": S.CANCELLED,
-                        "decided_by": getattr(user, "username", None),
-                    },
-                )
+            cancel_request(s, user, reason, now)
         active = thread.frames.filter(status=StackFrame.Status.ACTIVE)
         unwound = [f.label for f in active.order_by("depth", "id")]
         instances = list(active.filter(instance__gt=0))

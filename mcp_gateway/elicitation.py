@@ -30,8 +30,8 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT
 
 from access import admission, ratelimits
 from access.revocation import Credential
-from agents import events, external
-from agents.models import AgentDefinition, Event, Suspension
+from agents import cancelling, external
+from agents.models import AgentDefinition, Suspension
 from approvals.waiters import waiting
 from infra.aio import blocking, wait_event
 from mcp_gateway import actions
@@ -174,27 +174,9 @@ def raise_question(upstream: Upstream, user: Any, tool: str, asked: dict[str, An
 def withdraw(s: Suspension, user: Any) -> bool:
     """Cancel the question if it is still open, as a cancelled run cancels its requests
     (agents.cancelling): True when this call did."""
-    with transaction.atomic():
-        n = Suspension.objects.filter(pk=s.pk, status=Suspension.Status.PENDING).update(
-            status=Suspension.Status.CANCELLED,
-            approved=False,
-            reason="the upstream call ended before an answer",
-            decided_at=timezone.now(),
-        )
-        if n:
-            events.record(
-                Event.Type.SUSPENSION_CANCELLED,
-                thread_id=s.thread_id,
-                suspension_id=s.pk,
-                actor=user,
-                payload={
-                    "tool": s.tool_name,
-                    "agent": s.agent_name,
-                    "status": Suspension.Status.CANCELLED,
-                    "decided_by": None,
-                },
-            )
-    return bool(n)
+    return cancelling.cancel_request(
+        s, user, "the upstream call ended before an answer", decided_by=False
+    )
 
 
 async def _decided(s: Suspension, credential: Credential | None) -> Suspension:

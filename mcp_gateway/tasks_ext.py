@@ -14,14 +14,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import mcp_types as types
-from django.db import transaction
-from django.utils import timezone
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from access import ratelimits
-from agents import events, external
-from agents.models import Event, Suspension
+from agents import cancelling, external
+from agents.models import Suspension
 from approvals.http import parse_uuid
 from infra.aio import blocking
 from mcp_gateway import actions, forward, holding
@@ -127,30 +125,7 @@ def cancel(user: Any, upstream: Upstream, task_id: str) -> bool:
     s = mine(user, upstream, task_id)
     if s is None:
         return False
-    now = timezone.now()
-    with transaction.atomic():
-        n = Suspension.objects.filter(pk=s.pk, status=Suspension.Status.PENDING).update(
-            status=Suspension.Status.CANCELLED,
-            approved=False,
-            reason=CANCEL_REASON,
-            decided_by=user,
-            decided_by_name=user.username,
-            decided_at=now,
-        )
-        if n:
-            events.record(
-                Event.Type.SUSPENSION_CANCELLED,
-                thread_id=s.thread_id,
-                suspension_id=s.pk,
-                actor=user,
-                payload={
-                    "tool": s.tool_name,
-                    "agent": s.agent_name,
-                    "status": Suspension.Status.CANCELLED,
-                    "decided_by": user.username,
-                    "reason": CANCEL_REASON,
-                },
-            )
+    cancelling.cancel_request(s, user, CANCEL_REASON)
     return True
 
 
