@@ -51,9 +51,7 @@ async def gated(
             upstream, user, described.name, arguments, described, via
         )
     except ratelimits.Limited as e:
-        return forward.failed(
-            f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
-        )
+        return holding.not_raised(e)
     return await holding.hold(s, user, credential, _answer, progress)
 
 

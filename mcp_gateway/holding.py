@@ -16,6 +16,7 @@ from typing import Any
 import mcp_types as types
 from django.conf import settings
 
+from access import ratelimits
 from access.revocation import Credential
 from agents import external, policy
 from agents.models import Suspension
@@ -96,6 +97,14 @@ def refused(s: Suspension, lead: str = "Not run: request") -> types.CallToolResu
         status=s.status,
         decided_by=payload["decided_by"],
         reason=payload["reason"],
+    )
+
+
+def not_raised(limited: ratelimits.Limited) -> types.CallToolResult:
+    """A request the rate limits refused (access.ratelimits): when to try again."""
+    return forward.failed(
+        f"Not raised: {limited.detail} Try again in {limited.retry_after} s.",
+        retry_after=limited.retry_after,
     )
 
 

@@ -28,7 +28,7 @@ from agents.runtime.tools import Tool
 from approvals.api.external import MAX_TIMEOUT, parse
 from approvals.http import BadRequest
 from infra.aio import blocking
-from mcp_gateway import actions, forward, holding, upstreams
+from mcp_gateway import actions, holding, upstreams
 
 # The endpoint /mcp/gateway: a name no upstream may take (upstreams.check).
 NAME = upstreams.RESERVED
@@ -157,9 +157,7 @@ async def call(
     try:
         s = await blocking(_raise)(user, name, arguments, request)
     except ratelimits.Limited as e:
-        return forward.failed(
-            f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
-        )
+        return holding.not_raised(e)
 
     async def answered(s: Suspension) -> types.CallToolResult:
         return answer(s)

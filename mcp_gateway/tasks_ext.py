@@ -22,7 +22,7 @@ from agents import cancelling, external
 from agents.models import Suspension
 from approvals.http import parse_uuid
 from infra.aio import blocking
-from mcp_gateway import actions, forward, holding
+from mcp_gateway import actions, holding
 from mcp_gateway.calls import dump
 from mcp_gateway.models import Upstream, UpstreamCall
 
@@ -146,9 +146,7 @@ async def create(
             upstream, user, described.name, arguments, described, via
         )
     except ratelimits.Limited as e:
-        return forward.failed(
-            f"Not raised: {e.detail} Try again in {e.retry_after} s.", retry_after=e.retry_after
-        )
+        return holding.not_raised(e)
     task = await blocking(read)(user, upstream, str(s.pk))
     assert task is not None  # raised by this caller through this upstream just now
     return {**task, "resultType": "task"}

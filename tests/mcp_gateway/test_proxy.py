@@ -29,7 +29,9 @@ def text(result: Any) -> str:
     return " ".join(c.text for c in result.content)
 
 
-class ProxyTestCase:
+class Through:
+    """A test of calls through /mcp/files by the operator, decided by a reviewer over REST."""
+
     @pytest.fixture(autouse=True)
     def setup(
         self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
@@ -39,6 +41,9 @@ class ProxyTestCase:
         self.reviewer = reviewer
         self.caller = users["operator"]
         self.token = token(self.caller, "runs")
+
+
+class ProxyTestCase(Through):
 
     def call_later(self, tool: str, arguments: dict[str, Any]) -> Later:
         return Later(lambda: call(self.url, self.token, tool, arguments))
@@ -180,17 +185,8 @@ class BadInputTestCase:
         self.assert_nothing_happened()
 
 
-class WorkerTestCase:
+class WorkerTestCase(Through):
     """The approved call is made by a Celery worker (mcp_gateway.runner), durably."""
-
-    @pytest.fixture(autouse=True)
-    def setup(
-        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
-    ) -> None:
-        self.upstream = files
-        self.url = f"{gateway_url}/mcp/files"
-        self.reviewer = reviewer
-        self.token = token(users["operator"], "runs")
 
     def answer(self, held: Later, arguments: dict[str, Any]) -> Any:
         """The held call's result, retried (attaching to the same request) while it says the
@@ -233,17 +229,8 @@ class WorkerTestCase:
         assert self.upstream.deleted() == []
 
 
-class ProgressTestCase:
+class ProgressTestCase(Through):
     """A held call whose client asked for progress is told who must decide, while it waits."""
-
-    @pytest.fixture(autouse=True)
-    def setup(
-        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
-    ) -> None:
-        self.upstream = files
-        self.url = f"{gateway_url}/mcp/files"
-        self.reviewer = reviewer
-        self.token = token(users["operator"], "runs")
 
     def test_a_held_call_reports_progress_then_returns_the_result(self) -> None:
         told: list[tuple[float, str | None]] = []
