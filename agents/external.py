@@ -52,6 +52,8 @@ class Request:
     summary: str | None = None
     reject_reasons: tuple[str, ...] = ()
     risk: str = "normal"
+    # The run's title, when its first request starts it (default: "<agent> run <run_id>").
+    title: str = ""
 
 
 class RunEnded(Exception):
@@ -207,7 +209,7 @@ def _start(agent: AgentDefinition, request: Request, user: Any) -> tuple[Thread,
         agent=agent,
         created_by=user,
         created_by_name=getattr(user, "username", ""),
-        title=f"{agent.name} run {request.run_id}"[:200],
+        title=(request.title or f"{agent.name} run {request.run_id}")[:200],
         status=Thread.Status.RUNNING,
         external_run_id=request.run_id,
     )

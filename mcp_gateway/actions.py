@@ -91,6 +91,7 @@ def attach_or_raise(
             on_timeout=on_timeout,
             key=key,
             description=described.description or "",
+            title=f"{user.username}'s MCP calls to {upstream.name}",
         )
 
     return ask(agent, rules, user, call_key(user, tool, arguments), build, upstream_call=arguments)

@@ -87,6 +87,8 @@ class ProxyTestCase(Through):
         assert event.actor_id == self.caller.pk and event.payload["outcome"] == "ok"
         request = Suspension.objects.get()
         assert request.agent_name == "files" and request.tool_name == "delete_file"
+        # One thread per caller and upstream, named so on its page.
+        assert request.thread.title == f"{self.caller.username}'s MCP calls to files"
         assert request.tool_schema["properties"]["path"]["type"] == "string"
 
     def test_a_rejection_reaches_the_client_and_the_upstream_never_runs(self) -> None:
