@@ -4,7 +4,9 @@ import os
 import re
 from typing import Any
 
+from agents import external, versions
 from agents.agentfiles import AgentFileError
+from agents.models import AgentDefinition
 from agents.rules import PolicyError, check_policy
 from agents.runtime.ladder import build_ladder
 from agents.runtime.tools import BLOCKING, IMMEDIATE, ON_TIMEOUT
@@ -32,9 +34,32 @@ def store_sections(sender: Any, sections: list[tuple[str, dict[str, Any]]], **kw
             raise AgentFileError(f"{source}: 'mcp_servers' must be a list")
         for i, spec in enumerate(servers):
             fields = check(spec, f"{source}: mcp_servers[{i}]")
-            Upstream.objects.update_or_create(
+            upstream, _ = Upstream.objects.update_or_create(
                 name=fields.pop("name"), defaults={**fields, "source": source}
             )
+            mirror(upstream)
+
+
+def mirror(upstream: Upstream, actor: Any = None) -> AgentDefinition:
+    """The agent definition the upstream's requests hang on (agents.external.agent_for) takes
+    its policy, reminders and tool overrides, and keeps each change as a version
+    (agents.versions), as an agent file's agent does: a request raised under an older one is
+    shown with the change, and approving it asks the reviewer to confirm the new rules.
+    An agent the gateway runs itself may not share the name (AgentFileError)."""
+    agent, _ = AgentDefinition.objects.get_or_create(
+        name=upstream.name, defaults={"model": external.MODEL, "description": ""}
+    )
+    if agent.model != external.MODEL:
+        raise AgentFileError(
+            f"mcp_servers '{upstream.name}': 'name' is taken by an agent the gateway runs"
+        )
+    agent.description = f"MCP server {upstream.url or ' '.join(upstream.command)}"[:500]
+    agent.policy = upstream.policy
+    agent.reminders = upstream.reminders
+    agent.tool_overrides = upstream.tool_overrides
+    agent.save(update_fields=["description", "policy", "reminders", "tool_overrides"])
+    versions.record(agent, actor)
+    return agent
 
 
 def check(spec: Any, where: str) -> dict[str, Any]:

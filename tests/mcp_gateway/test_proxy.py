@@ -44,7 +44,6 @@ class Through:
 
 
 class ProxyTestCase(Through):
-
     def call_later(self, tool: str, arguments: dict[str, Any]) -> Later:
         return Later(lambda: call(self.url, self.token, tool, arguments))
 

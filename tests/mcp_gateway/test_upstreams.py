@@ -1,10 +1,14 @@
 """Upstreams declared under `mcp_servers:` in agent files (mcp_gateway.upstreams)."""
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from agents import versions
 from agents.agentfiles import AgentFileError
+from agents.models import AgentDefinition
+from mcp_gateway import actions
 from mcp_gateway.models import Upstream
 from mcp_gateway.upstreams import expand, is_immediate
 
@@ -65,4 +69,43 @@ class UpstreamsTestCase:
     ) -> None:
         with pytest.raises(AgentFileError, match=says):
             self.load(FILE.replace(*change))
+        assert not Upstream.objects.exists()
+
+
+class VersionsTestCase:
+    """An upstream's rules are versioned as an agent's are (mcp_gateway.upstreams.mirror)."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, load_agents: Any, users: dict[str, Any]) -> None:
+        self.load = load_agents
+        self.users = users
+
+    def test_a_changed_policy_is_a_new_version_and_an_older_request_asks_to_confirm_it(
+        self,
+    ) -> None:
+        self.load(FILE)
+        agent = AgentDefinition.objects.get(name="files")
+        assert agent.policy == {"four_eyes": True} and agent.version == 1
+        self.load(FILE)  # the same again: no new version
+        assert AgentDefinition.objects.get(name="files").version == 1
+        tool = SimpleNamespace(input_schema={"type": "object"}, description="Delete a file.")
+        upstream = Upstream.objects.get()
+        s = actions.attach_or_raise(
+            upstream, self.users["operator"], "delete_file", {"path": "/a"}, tool
+        )
+        assert s.agent_version == 1
+        self.load(FILE.replace("policy: {four_eyes: true}", "policy: {groups: [ops]}"))
+        assert AgentDefinition.objects.get(name="files").version == 2
+        # As the API and A2A check a decision before they make it (approvals.api.decisions).
+        with pytest.raises(versions.Unbound, match="confirmVersionChange") as refused:
+            versions.check(s, {"approved": True})
+        assert refused.value.code == "version_changed"
+        assert "policy" in refused.value.detail
+        versions.check(s, {"approved": True, "confirmVersionChange": True})
+        versions.check(s, {"approved": False})  # saying no never needs it
+
+    def test_an_agent_the_gateway_runs_may_not_share_the_name(self) -> None:
+        self.load("agents:\n  - name: files\n    model: scripted\n    script: [{text: hi}]\n")
+        with pytest.raises(AgentFileError, match="taken by an agent the gateway runs"):
+            self.load(FILE)
         assert not Upstream.objects.exists()
