@@ -1,6 +1,8 @@
 """Calls to an upstream MCP server, through the official client: over streamable HTTP, or
 over stdio to a process started for the call (a stdio server declared with `command:`)."""
 
+import functools
+import ssl
 import time
 from typing import Any
 
@@ -18,6 +20,13 @@ from mcp_gateway.upstreams import expand
 _tools: dict[str, tuple[float, str, list[types.Tool]]] = {}
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings of every upstream client, built once: a client is made per call, and
+    building them reads the system's certificate authorities each time (bench/README.md)."""
+    return httpx2.create_ssl_context()
+
+
 def _address(upstream: Upstream) -> str:
     return upstream.url or repr(upstream.command)
 
@@ -30,7 +39,7 @@ def _client(upstream: Upstream) -> Client:
         params = StdioServerParameters(command=program, args=args, env=expand(upstream.env))
         return Client(stdio_client(params), mode="legacy", cache=None)
     http = httpx2.AsyncClient(
-        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None)
+        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None), verify=_tls()
     )
     return Client(streamable_http_client(upstream.url, http_client=http), mode="legacy", cache=None)
 
