@@ -182,6 +182,11 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="Celery worker processes (serve --concurrency)"
     )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="py-spy the gateway during its immediate series; collapsed stacks to FILE",
+    )
     args = parser.parse_args()
     with (
         Upstream() as upstream,
@@ -191,7 +196,8 @@ def main() -> None:
         print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
         for clients in (int(c) for c in args.clients.split(",")):
             direct, direct_rate = immediate(upstream.url, None, clients, args.seconds, args.warmup)
-            through, rate = immediate(proxy, gw.token, clients, args.seconds, args.warmup)
+            with gw.profiled(args.profile and f"{args.profile}.{clients}"):
+                through, rate = immediate(proxy, gw.token, clients, args.seconds, args.warmup)
             print(f"clients: {clients}")
             print(summary("direct", direct), f"  {direct_rate:7.1f} calls/s")
             print(summary("gateway", through), f"  {rate:7.1f} calls/s")
