@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare
+.PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare bench-mcp
 
 # The gateway, and the client for outside agents (clients/python; tests/external use it).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -81,6 +81,11 @@ test-faults:
 PEERS ?= ../shared/peers
 bench-compare: setup
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) bench/compare.py --peers $(PEERS)
+
+# MCP tool calls through /mcp/<name> against the same upstream called directly, and a gated
+# call's decision to its result at the client (bench/README.md, issue 30).
+bench-mcp: setup
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) bench/mcp_proxy.py
 
 # ruff, the layers of ARCHITECTURE.md (import-linter's contracts in pyproject.toml), then mypy
 # on the modules [tool.mypy] names (its cache in .mypy_cache).

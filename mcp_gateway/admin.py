@@ -3,14 +3,37 @@ the agent definition their requests hang on (mcp_gateway.upstreams.mirror)."""
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 
+from agents.agentfiles import AgentFileError
 from mcp_gateway.models import Upstream, UpstreamCall
-from mcp_gateway.upstreams import mirror
+from mcp_gateway.upstreams import FIELDS, check, mirror
+
+
+class UpstreamForm(forms.ModelForm):
+    """Checked as a file's entry is (mcp_gateway.upstreams.check): the same refusals, in the
+    same words, and the fields stored as a file would store them."""
+
+    class Meta:
+        model = Upstream
+        exclude = ["source"]
+        # An address without a scheme is refused by check() below, whatever Django assumes.
+        field_classes = {"url": forms.CharField}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        spec = {k: data[k] for k in FIELDS if data.get(k) not in (None, "", [], {})}
+        try:
+            data.update(check(spec, "this upstream"))
+        except AgentFileError as e:
+            raise forms.ValidationError(str(e)) from e
+        return data
 
 
 @admin.register(Upstream)
 class UpstreamAdmin(admin.ModelAdmin):
+    form = UpstreamForm
     list_display = ["name", "url", "trust_annotations", "updated_at"]
     search_fields = ["name", "url"]
     # Headers are kept as written: `${NAME}` is read from the environment at call time

@@ -1,5 +1,8 @@
-"""Calls to an upstream MCP server, through the official client over streamable HTTP."""
+"""Calls to an upstream MCP server, through the official client: over streamable HTTP, or
+over stdio to a process started for the call (a stdio server declared with `command:`)."""
 
+import functools
+import ssl
 import time
 from typing import Any
 
@@ -8,18 +11,36 @@ import mcp_types as types
 from django.conf import settings
 from mcp import Client
 from mcp.client.session import ElicitationFnT
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp_gateway.models import Upstream
 from mcp_gateway.upstreams import expand
 
-# upstream name -> (monotonic time it was read, url, its tools in its order)
+# upstream name -> (monotonic time it was read, its address, its tools in its order)
 _tools: dict[str, tuple[float, str, list[types.Tool]]] = {}
 
 
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The TLS settings of every upstream client, built once: a client is made per call, and
+    building them reads the system's certificate authorities each time (bench/README.md)."""
+    return httpx2.create_ssl_context()
+
+
+def _address(upstream: Upstream) -> str:
+    return upstream.url or repr(upstream.command)
+
+
 def _client(upstream: Upstream) -> Client:
+    if upstream.command:
+        # One process per call (and per tools/list), ended with it: simple and isolated, at
+        # the cost of a process start each time (docs/mcp.md says so).
+        program, *args = upstream.command
+        params = StdioServerParameters(command=program, args=args, env=expand(upstream.env))
+        return Client(stdio_client(params), mode="legacy", cache=None)
     http = httpx2.AsyncClient(
-        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None)
+        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None), verify=_tls()
     )
     return Client(streamable_http_client(upstream.url, http_client=http), mode="legacy", cache=None)
 
@@ -29,7 +50,7 @@ async def tools(upstream: Upstream) -> list[types.Tool]:
     kept = _tools.get(upstream.name)
     if (
         kept
-        and kept[1] == upstream.url
+        and kept[1] == _address(upstream)
         and time.monotonic() - kept[0] < settings.MCP_TOOLS_CACHE_SECONDS
     ):
         return kept[2]
@@ -42,7 +63,7 @@ async def tools(upstream: Upstream) -> list[types.Tool]:
             cursor = page.next_cursor
             if not cursor:
                 break
-    _tools[upstream.name] = (time.monotonic(), upstream.url, listed)
+    _tools[upstream.name] = (time.monotonic(), _address(upstream), listed)
     return listed
 
 

@@ -17,6 +17,9 @@ class Upstream(models.Model):
     # Streamable HTTP; or, for a stdio server, `command` (its argv) and no url.
     url = models.URLField(max_length=500, blank=True)
     command = models.JSONField(default=list, blank=True)
+    # A stdio server's extra environment, as written (`${NAME}` expanded at call time, as
+    # headers are).
+    env = models.JSONField(default=dict, blank=True)
     # As written in the file: `${NAME}` is replaced from the environment at call time
     # (mcp_gateway.upstreams.expand), so no secret is stored here.
     headers = models.JSONField(default=dict, blank=True)

@@ -13,7 +13,17 @@ from agents.runtime.tools import BLOCKING, IMMEDIATE, ON_TIMEOUT
 from mcp_gateway.models import Upstream
 
 NAME = re.compile(r"^[-a-zA-Z0-9_]{1,100}$")
-FIELDS = {"name", "url", "headers", "trust_annotations", "tool_overrides", "policy", "reminders"}
+FIELDS = {
+    "name",
+    "url",
+    "command",
+    "env",
+    "headers",
+    "trust_annotations",
+    "tool_overrides",
+    "policy",
+    "reminders",
+}
 OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
 # `${NAME}` in a header's value: the environment variable, read at call time.
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -80,14 +90,28 @@ def check(spec: Any, where: str) -> dict[str, Any]:
             f"endpoint, and a name may not hold '{SEPARATOR}'"
         )
     where = f"{where} '{name}'"
-    url = spec.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise AgentFileError(f"{where}: 'url' must be an http(s) URL (streamable HTTP)")
-    headers = spec.get("headers") or {}
-    if not isinstance(headers, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    url, command = spec.get("url"), spec.get("command")
+    if (url is None) == (command is None):
+        raise AgentFileError(
+            f"{where}: give exactly one of 'url' (a streamable HTTP server) and 'command' "
+            "(a stdio server's program and arguments)"
+        )
+    if url is not None and (
+        not isinstance(url, str) or not url.startswith(("http://", "https://"))
     ):
-        raise AgentFileError(f"{where}: 'headers' must map names to text")
+        raise AgentFileError(f"{where}: 'url' must be an http(s) URL (streamable HTTP)")
+    if command is not None and (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(part, str) and part for part in command)
+    ):
+        raise AgentFileError(f"{where}: 'command' must be a list of words: [program, arg, ...]")
+    headers = _text_mapping(spec.get("headers"), f"{where}: 'headers' must map names to text")
+    env = _text_mapping(spec.get("env"), f"{where}: 'env' must map variable names to text")
+    if env and command is None:
+        raise AgentFileError(f"{where}: 'env' is for a stdio server ('command'), not a URL")
+    if headers and command is not None:
+        raise AgentFileError(f"{where}: 'headers' are for a URL; a stdio server takes 'env'")
     overrides = spec.get("tool_overrides") or {}
     if not isinstance(overrides, dict):
         raise AgentFileError(f"{where}: 'tool_overrides' must map tool names to settings")
@@ -111,7 +135,9 @@ def check(spec: Any, where: str) -> dict[str, Any]:
         raise AgentFileError(f"{where}: {e}") from e
     return {
         "name": name,
-        "url": url,
+        "url": url or "",
+        "command": command or [],
+        "env": env,
         "headers": headers,
         "trust_annotations": bool(spec.get("trust_annotations", False)),
         "tool_overrides": overrides,
@@ -120,8 +146,18 @@ def check(spec: Any, where: str) -> dict[str, Any]:
     }
 
 
+def _text_mapping(value: Any, refusal: str) -> dict[str, str]:
+    value = value or {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise AgentFileError(refusal)
+    return value
+
+
 def expand(headers: dict[str, str], environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The headers with `${NAME}` replaced from the environment (empty when unset)."""
+    """The headers (or a stdio server's env) with `${NAME}` replaced from the environment
+    (empty when unset)."""
     env = os.environ if environ is None else environ
     return {k: VARIABLE.sub(lambda m: env.get(m.group(1), ""), v) for k, v in headers.items()}
 

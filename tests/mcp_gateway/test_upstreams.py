@@ -108,4 +108,83 @@ class VersionsTestCase:
         self.load("agents:\n  - name: files\n    model: scripted\n    script: [{text: hi}]\n")
         with pytest.raises(AgentFileError, match="taken by an agent the gateway runs"):
             self.load(FILE)
+
+
+STDIO = """
+mcp_servers:
+  - name: local
+    command: [python, -m, some_server]
+    env: {API_KEY: "${LOCAL_KEY}"}
+"""
+
+
+class StdioUpstreamsTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, load_agents: Any) -> None:
+        self.load = load_agents
+
+    def test_a_stdio_upstream_keeps_its_command_and_env_unexpanded(self) -> None:
+        self.load(STDIO)
+        local = Upstream.objects.get(name="local")
+        assert local.command == ["python", "-m", "some_server"] and local.url == ""
+        assert local.env == {"API_KEY": "${LOCAL_KEY}"}
+
+    def test_an_upstream_moved_from_a_url_to_a_command_forgets_its_url(self) -> None:
+        self.load(FILE.replace("name: files", "name: local"))
+        self.load(STDIO)
+        local = Upstream.objects.get(name="local")
+        assert local.url == "" and local.command == ["python", "-m", "some_server"]
+
+    @pytest.mark.parametrize(
+        "change, says",
+        [
+            (
+                ("    env:", "    url: http://127.0.0.1:9301/mcp\n    env:"),
+                "exactly one of 'url' .* and 'command'",
+            ),
+            (("    command: [python, -m, some_server]\n", ""), "exactly one of 'url'"),
+            (("[python, -m, some_server]", "python -m some_server"), "'command' must be a list"),
+            (("[python, -m, some_server]", "[]"), "'command' must be a list"),
+            (('{API_KEY: "${LOCAL_KEY}"}', "[API_KEY]"), "'env' must map"),
+            (("    env:", "    headers: {X: y}\n    env:"), "'headers' are for a URL"),
+        ],
+    )
+    def test_a_bad_stdio_upstream_is_refused_and_nothing_is_stored(
+        self, change: tuple[str, str], says: str
+    ) -> None:
+        with pytest.raises(AgentFileError, match=says):
+            self.load(STDIO.replace(*change))
         assert not Upstream.objects.exists()
+
+
+class AdminFormTestCase:
+    """The admin's form refuses what a file would, in the same words."""
+
+    def form(self, **fields: Any) -> Any:
+        from mcp_gateway.admin import UpstreamForm
+
+        data = {
+            "name": "files",
+            "url": "",
+            "command": "[]",
+            "env": "{}",
+            "headers": "{}",
+            "tool_overrides": "{}",
+            "policy": "{}",
+            "reminders": "[]",
+            **fields,
+        }
+        return UpstreamForm(data=data)
+
+    def test_a_url_or_a_command_but_not_both(self, db: Any) -> None:
+        assert self.form(url="http://127.0.0.1:9301/mcp").is_valid()
+        assert self.form(command='["python", "-m", "server"]').is_valid()
+        both = self.form(url="http://127.0.0.1:9301/mcp", command='["python"]')
+        assert not both.is_valid() and "url" in str(both.errors)
+        assert not self.form().is_valid()
+
+    def test_a_bad_override_is_refused(self, db: Any) -> None:
+        bad = self.form(
+            url="http://127.0.0.1:9301/mcp", tool_overrides='{"rm": {"execution_mode": "later"}}'
+        )
+        assert not bad.is_valid() and "execution_mode" in str(bad.errors)

@@ -1,0 +1,216 @@
+"""MCP tool calls through the gateway's /mcp/<name> against the same upstream called directly.
+
+    .venv/bin/python bench/mcp_proxy.py --seconds 10 --gated 100
+
+Immediate calls: for 1 and then 8 concurrent clients, the upstream's read-only tool
+(`read_note`, passed through without a person) called for SECONDS seconds directly, then
+through the gateway, in the same run. Each client is a process of its own, as an agent is,
+holding one official `mcp.Client` session for all its calls (both ends are stateless
+streamable HTTP servers answering in JSON, so the session is the client's HTTP connection
+pool and nothing more); direct and gateway clients are built alike. Reports p50 and p99
+latency and calls per second, the gateway's overhead at p50, and its calls per second as a
+share of the direct calls. Targets: p50 overhead ≤ 3 ms; at 8 clients ≥ 0.5 × the direct
+calls per second.
+
+Gated calls: GATED times, one at a time, a client calls the destructive `delete_file`, which
+is held until a person decides; the benchmark waits until its request is pending
+(GET /api/suspensions), then POSTs an approval. Measured: the POST's send to the client's
+result (the upstream called once in between). Target: p50 ≤ 50 ms.
+
+The upstream is the tests' (tests/mcp_gateway/upstream.py) in a process of its own; the
+gateway is `manage.py serve` (daphne and the Celery workers) on a fresh database
+(bench/common.py). The script is not named mcp.py: run as a script, bench/ comes first on
+sys.path and such a file would be imported in place of the SDK. Talks only to 127.0.0.1.
+"""
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, Gateway, free_port, pctl, summary
+
+FILES = """
+mcp_servers:
+  - name: files
+    url: {url}
+    trust_annotations: true
+    # The benchmark's one token calls and approves: four eyes would refuse that.
+    policy: {{four_eyes: false}}
+"""
+TOOL, ARGUMENTS = "read_note", {"name": "bench"}
+PENDING = "/api/suspensions?status=pending&agent=files"
+
+
+class Upstream:
+    """tests/mcp_gateway/upstream.py on a free port, started and stopped with the block."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.tmp = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
+
+    def __enter__(self) -> "Upstream":
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.mcp_gateway.upstream",
+                str(self.port),
+                str(self.tmp / "deleted.jsonl"),
+            ],
+            cwd=ROOT,
+            stdout=(self.tmp / "upstream.log").open("w"),
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while not self.answers():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise RuntimeError(f"the upstream did not start: {self.tmp / 'upstream.log'}")
+            time.sleep(0.2)
+        return self
+
+    def answers(self) -> bool:
+        try:
+            urllib.request.urlopen(self.url, timeout=2)
+        except urllib.error.HTTPError:
+            return True  # it answers (a GET without a session is refused)
+        except OSError:
+            return False
+        return True
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def client(
+    url: str, token: str | None, seconds: float, warmup: int, start: Any, results: Any
+) -> None:
+    """One client process: a session, WARMUP untimed calls, the start line shared with the
+    other clients, then calls for SECONDS seconds; puts its latencies on `results`."""
+
+    async def go() -> list[float]:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120))
+        async with Client(streamable_http_client(url, http_client=http)) as session:
+            for _ in range(warmup):
+                await session.call_tool(TOOL, ARGUMENTS)
+            await asyncio.to_thread(start.wait)
+            took: list[float] = []
+            stop = time.monotonic() + seconds
+            while time.monotonic() < stop:
+                t0 = time.perf_counter()
+                result = await session.call_tool(TOOL, ARGUMENTS)
+                took.append(time.perf_counter() - t0)
+                if result.is_error:
+                    raise RuntimeError(f"{url}: {result.content}")
+            return took
+
+    results.put(asyncio.run(go()))
+
+
+def immediate(url: str, token: str | None, clients: int, seconds: float, warmup: int) -> Any:
+    """The latencies of every call of CLIENTS client processes, and the calls per second."""
+    spawn = multiprocessing.get_context("spawn")
+    start, results = spawn.Barrier(clients), spawn.Queue()
+    procs = [
+        spawn.Process(target=client, args=(url, token, seconds, warmup, start, results))
+        for _ in range(clients)
+    ]
+    for p in procs:
+        p.start()
+    took: list[float] = []
+    for _ in procs:
+        took += results.get(timeout=seconds + 120)
+    for p in procs:
+        p.join(timeout=30)
+    return took, len(took) / seconds
+
+
+async def gated(gw: Gateway, url: str, count: int) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {gw.token}"}, timeout=httpx2.Timeout(30, read=120)
+    )
+    decided, answered = [], []
+    async with Client(streamable_http_client(url, http_client=http)) as session:
+        for i in range(-3, count):  # three untimed first
+            held = asyncio.create_task(session.call_tool("delete_file", {"path": f"/tmp/b{i}"}))
+            while True:
+                pending = (await asyncio.to_thread(gw.call, "GET", PENDING))["results"]
+                if pending:
+                    break
+                await asyncio.sleep(0.005)
+            [s] = pending
+            path = f"/api/threads/{s['thread']}/suspensions/{s['id']}/resume"
+            t0 = time.perf_counter()
+            await asyncio.to_thread(gw.call, "POST", path, {"approved": True})
+            t1 = time.perf_counter()
+            result = await held
+            t2 = time.perf_counter()
+            if result.is_error:
+                raise RuntimeError(f"gated call {i}: {result.content}")
+            if i >= 0:
+                decided.append(t2 - t0)
+                answered.append(t1 - t0)
+    print(summary("gated", decided), "  (decision POST sent → the held call's result)")
+    print(summary("POST", answered), "  (decision POST sent → its 202)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10, help="timed seconds per series")
+    parser.add_argument("--clients", default="1,8", help="concurrent clients, comma-separated")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed calls per client first")
+    parser.add_argument("--gated", type=int, default=100, help="gated calls, one at a time")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="Celery worker processes (serve --concurrency)"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="py-spy the gateway during its immediate series; collapsed stacks to FILE",
+    )
+    args = parser.parse_args()
+    with (
+        Upstream() as upstream,
+        Gateway(FILES.format(url=upstream.url), ["--concurrency", str(args.workers)]) as gw,
+    ):
+        proxy = f"{gw.base}/mcp/files"
+        print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
+        for clients in (int(c) for c in args.clients.split(",")):
+            direct, direct_rate = immediate(upstream.url, None, clients, args.seconds, args.warmup)
+            with gw.profiled(args.profile and f"{args.profile}.{clients}"):
+                through, rate = immediate(proxy, gw.token, clients, args.seconds, args.warmup)
+            print(f"clients: {clients}")
+            print(summary("direct", direct), f"  {direct_rate:7.1f} calls/s")
+            print(summary("gateway", through), f"  {rate:7.1f} calls/s")
+            overhead = pctl(through, 0.5) - pctl(direct, 0.5)
+            print(
+                f"overhead p50 {overhead:.1f} ms, p99 "
+                f"{pctl(through, 0.99) - pctl(direct, 0.99):.1f} ms; "
+                f"calls/s {rate / direct_rate:.2f} × direct"
+            )
+        if args.gated:
+            asyncio.run(gated(gw, proxy, args.gated))
+        print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()
