@@ -22,8 +22,7 @@ EVENTS_GROUP = "events"
 
 # Sent once after each transaction that recorded events commits, in the committing process,
 # with `events`, the ones it wrote: outward channels that keep their own cursor listen
-# (webhooks.fanout.nudge), and the MCP proxy sends an approved call to a worker
-# (mcp_gateway.runner.nudge). A receiver's error is its own to log; it never reaches the caller.
+# (webhooks.fanout.nudge). A receiver's error is its own to log; it never reaches the caller.
 committed = Signal()
 
 

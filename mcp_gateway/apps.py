@@ -10,9 +10,7 @@ class MCPGatewayConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from agents import events
         from agents.agentfiles import sections_loaded
-        from mcp_gateway import runner, upstreams
+        from mcp_gateway import upstreams
 
         sections_loaded.connect(upstreams.store_sections, dispatch_uid="mcp_gateway.upstreams")
-        events.committed.connect(runner.nudge, dispatch_uid="mcp_gateway.runner.nudge")

@@ -12,7 +12,7 @@ from access.revocation import Credential
 from agents import external
 from agents.models import Suspension
 from infra.aio import blocking
-from mcp_gateway import actions, elicitation, forward, holding
+from mcp_gateway import actions, elicitation, forward, holding, runner
 from mcp_gateway.models import Upstream
 
 
@@ -52,13 +52,19 @@ async def gated(
         )
     except ratelimits.Limited as e:
         return holding.not_raised(e)
-    return await holding.hold(s, user, credential, _answer, progress)
+    sent = False
 
+    async def answer(s: Suspension) -> types.CallToolResult | None:
+        """The refusal, or the upstream's answer once a worker has called it; None while that
+        call is still to come. Seeing the approval first, the held call has a worker make it
+        now (mcp_gateway.runner; a call nobody holds is sent by the sweep)."""
+        nonlocal sent
+        if not external.request_payload(s)["approved"]:
+            return holding.refused(s)
+        kept = await blocking(actions.done_result)(s)
+        if kept is None and not sent:
+            sent = True
+            await blocking(runner.send)(s.pk)
+        return None if kept is None else types.CallToolResult.model_validate(kept)
 
-async def _answer(s: Suspension) -> types.CallToolResult | None:
-    """The refusal, or the upstream's answer once a worker has called it (mcp_gateway.runner);
-    None while that call is still to come."""
-    if not external.request_payload(s)["approved"]:
-        return holding.refused(s)
-    kept = await blocking(actions.done_result)(s)
-    return None if kept is None else types.CallToolResult.model_validate(kept)
+    return await holding.hold(s, user, credential, answer, progress)

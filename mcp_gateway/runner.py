@@ -3,7 +3,7 @@
 The call's row (mcp_gateway.models.UpstreamCall) is written with its request, `waiting`. Once
 the request is approved a worker claims it: one conditional UPDATE moves it to `claimed`, with
 this worker's name and a lease it renews while the upstream works, so of two tasks for one
-approval (the decision's nudge and the sweep, a redelivered message, a second worker) exactly one
+approval (the held call's and the sweep's, a redelivered message, a second worker) exactly one
 calls. The upstream gets the request's id as the call's idempotency key. Its answer (or its
 failure) is stored and the row is `done`; the held call, the task and a retry read it there.
 
@@ -12,8 +12,9 @@ its lease has run out the sweep finishes the call as interrupted, with an error 
 upstream may have run it. It is never called a second time for that approval: the upstream may
 have acted, and only a person can say whether to try again (by approving a new call).
 
-Tasks are sent by name (`mcp_gateway.tasks.call_upstream`), so the nudge needs no import of the
-tasks module.
+Tasks are sent by name (`mcp_gateway.tasks.call_upstream`): by the held call that sees the
+approval (mcp_gateway.calls), and by beat's sweep for a call nobody holds, so no action imports
+the tasks module and a decision of any other request costs nothing here.
 """
 
 import asyncio
@@ -33,7 +34,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from agents import external
-from agents.models import Event, Suspension
+from agents.models import Suspension
 from gateway.celery import app
 from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream, UpstreamCall
@@ -43,12 +44,10 @@ log = logging.getLogger(__name__)
 TASK = "mcp_gateway.tasks.call_upstream"
 # The key under which the upstream gets the request's id, to recognise a call made again.
 IDEMPOTENCY_META = "io.github.approval-gateway/idempotency-key"
-# The events after which a request may have become approved (a person, or a deadline whose
-# on_timeout approves).
-DECIDING = {Event.Type.SUSPENSION_DECIDED, Event.Type.SUSPENSION_TIMEOUT}
-# An approved call no task has claimed this long after its decision is sent again by the sweep
-# (its nudge was lost: a broker away, a process gone between commit and send).
-UNCLAIMED_AFTER = timedelta(seconds=3)
+# An approved call no task has claimed this long after its decision is sent by the sweep: a
+# call nobody holds (a Tasks client polls; a held call gave up), or whose send was lost. A held
+# call sends its own at once (mcp_gateway.calls); the margin spares sending it twice.
+UNCLAIMED_AFTER = timedelta(seconds=1)
 SWEEP_BATCH = 100
 
 APPROVED = Q(suspension__status=Suspension.Status.APPROVED) | Q(
@@ -68,17 +67,13 @@ def _lease_end() -> Any:
     return timezone.now() + timedelta(seconds=settings.MCP_CALL_LEASE_SECONDS)
 
 
-def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
-    """agents.events.committed: a decision just committed in this process; if it approved an
-    MCP call, have a worker make it now. Never raises: the sweep sends whatever this misses."""
-    decided = [e.suspension_id for e in events or () if e.type in DECIDING and e.suspension_id]
-    if not decided:
-        return
+def send(pk: UUID) -> None:
+    """Have a worker make the approved call of request `pk` (a duplicate claims nothing).
+    Never raises: the sweep sends whatever this could not."""
     try:
-        for pk in approved_waiting(suspension_id__in=decided):
-            app.send_task(TASK, args=[str(pk)])
+        app.send_task(TASK, args=[str(pk)])
     except Exception:
-        log.warning("could not enqueue an approved MCP call; the sweep will", exc_info=True)
+        log.warning("could not enqueue the approved MCP call %s; the sweep will", pk, exc_info=True)
 
 
 def approved_waiting(**where: Any) -> list[UUID]:
@@ -95,7 +90,7 @@ def sweep() -> dict[str, int]:
     now = timezone.now()
     unclaimed = approved_waiting(suspension__decided_at__lt=now - UNCLAIMED_AFTER)
     for pk in unclaimed:
-        app.send_task(TASK, args=[str(pk)])
+        send(pk)
     interrupted = 0
     for call in UpstreamCall.objects.filter(
         state=UpstreamCall.State.CLAIMED, lease_until__lt=now
