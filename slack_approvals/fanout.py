@@ -121,6 +121,7 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
         ).values_list("suspension_id", flat=True)
     )
     made: list[SlackDelivery] = []
+    updated: set[Any] = set()
     common = {"next_attempt_at": now}
     for r in rows:
         if r["type"] in POSTED and r["suspension_id"]:
@@ -141,7 +142,10 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
                 )
             if places:
                 posted.add(r["suspension_id"])
-        elif r["type"] in UPDATED and r["suspension_id"] in posted:
+        elif r["type"] in UPDATED and r["suspension_id"] in posted - updated:
+            # One update per request and batch: it shows the request as it is when sent
+            # (a quorum's last vote and its decision are one update).
+            updated.add(r["suspension_id"])
             made.append(
                 SlackDelivery(
                     event_id=r["id"],

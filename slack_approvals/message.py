@@ -34,7 +34,9 @@ def escaped(text: Any, limit: int = MAX_LINE) -> str:
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     text = CONTROL.sub(lambda m: f"[{code_point(m.group())}]", text)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # A zero-width space between backticks: no value opens or closes a code block.
+    return text.replace("```", "`\u200b`\u200b`")
 
 
 def arguments(s: Suspension) -> str:
@@ -42,8 +44,6 @@ def arguments(s: Suspension) -> str:
     text = json.dumps(s.tool_input, indent=2, ensure_ascii=False)
     part = excerpt.cut(text, min(excerpt.card_limit(), MAX_ARGUMENT_BYTES))
     shown = escaped(part.text, limit=MAX_ARGUMENT_BYTES)
-    # A zero-width space between backticks: the value cannot close the block early.
-    shown = shown.replace("```", "`\u200b`\u200b`")
     note = f"\n_{part.note}: Open shows all of it_" if part.cut else ""
     return f"```{shown}```{note}"
 

@@ -79,10 +79,12 @@ def raise_request(engine: Engine | None = None) -> Suspension:
 
 
 def deliver() -> list[str]:
-    """What the nudge, beat and the worker do: events to deliveries, then each one sent now."""
+    """What the nudge, beat and the worker do: events to deliveries, then each pending one
+    sent now; returns what became of those that were due."""
     from slack_approvals import outbox
     from slack_approvals.models import SlackDelivery
 
     fanout.fan_out_all()
     pending = SlackDelivery.objects.filter(status=SlackDelivery.Status.PENDING).order_by("id")
-    return [outbox.send(pk) for pk in pending.values_list("pk", flat=True)]
+    results = [outbox.send(pk) for pk in pending.values_list("pk", flat=True)]
+    return [str(r) for r in results if r]
