@@ -69,9 +69,11 @@ def slack(settings: Any) -> Iterator[SlackStandIn]:
     standin.stop()
 
 
-def raise_request(engine: Engine | None = None) -> Suspension:
-    """Start the payer as the operator (four eyes) and run it until it waits."""
-    thread = starting.start_thread(AgentDefinition.objects.get(name="payer"), "pay", operator())
+def raise_request(engine: Engine | None = None, starter: Any = None) -> Suspension:
+    """Start the payer (as the operator, who decides nothing: four eyes) and run it until it
+    waits."""
+    payer = AgentDefinition.objects.get(name="payer")
+    thread = starting.start_thread(payer, "pay", starter or operator())
     (engine or Engine()).advance(thread.pk)
     thread.refresh_from_db()
     assert thread.status == Thread.Status.SUSPENDED
