@@ -15,8 +15,9 @@ exactly as resumeExecution decides it.
 A click acts as the gateway user linked to the Slack user (slack_approvals.links). An
 unlinked clicker, one without the permission to decide, or one the policy refuses changes
 nothing and is told why in an ephemeral message only they see, in the words the API and the
-pages use. A click Slack sends again (X-Slack-Retry-Num) is recognised by its trigger id,
-recorded in the decision's transaction, and never decides twice.
+pages use. Reject… opens a modal asking the reason (slack_approvals.modals); its submission
+rejects, or shows the refusal in the modal. A click Slack sends again (X-Slack-Retry-Num) is
+recognised by its trigger id, recorded in the decision's transaction, and never decides twice.
 """
 
 import json
@@ -26,15 +27,16 @@ from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
+from agents import presentation
 from approvals.api.decisions import decide_one
 from approvals.api.suspensions import suspension_or_none
-from slack_approvals import client, links, message
+from slack_approvals import client, links, message, modals
 from slack_approvals.models import SlackClick
 
 log = logging.getLogger(__name__)
@@ -68,36 +70,70 @@ def interactions(request: HttpRequest) -> HttpResponse:
     if payload.get("type") == "block_actions":
         for action in payload.get("actions") or []:
             if action.get("action_id") == "approve":
-                _approve(payload, str(action.get("value") or ""))
-    # Slack wants an answer within three seconds; it carries nothing.
+                _decide(payload, str(action.get("value") or ""), {"approved": True})
+            elif action.get("action_id") == "reject":
+                _ask_reason(payload, str(action.get("value") or ""))
+    elif payload.get("type") == "view_submission":
+        view = payload.get("view") or {}
+        if view.get("callback_id") == modals.REJECT:
+            suspension_id = str(view.get("private_metadata") or "")
+            s = suspension_or_none(suspension_id)
+            reasons = presentation.payload(s)["reject_reasons"] if s is not None else []
+            refusal = _decide(payload, suspension_id, modals.rejection(view, reasons))
+            if refusal:
+                return JsonResponse(modals.errors(refusal))
+    # Slack wants an answer within three seconds; it carries nothing (the modal closes).
     return HttpResponse(status=200)
 
 
-def _approve(payload: dict[str, Any], suspension_id: str) -> None:
+def _clicker(payload: dict[str, Any], suspension_id: str) -> tuple[Any, Any, str]:
+    """The request, the gateway user who acts, and why nothing may be done ("" when it may)."""
     slack_user = str((payload.get("user") or {}).get("id") or "")
     s = suspension_or_none(suspension_id)
     if s is None:
-        _tell(payload, GONE)
-        return
+        return None, None, GONE
     user = links.user_for(slack_user)
     if user is None:
-        _tell(payload, f"{NOT_LINKED} {message.card_url(s)}")
-        return
+        return s, None, f"{NOT_LINKED} {message.card_url(s)}"
     if not user.has_perm(DECIDE):
-        _tell(payload, NOT_ALLOWED)
-        return
+        return s, user, NOT_ALLOWED
+    return s, user, ""
+
+
+def _decide(payload: dict[str, Any], suspension_id: str, decision: dict[str, Any]) -> str:
+    """Decide for the clicker as resumeExecution would; returns the refusal ("" for none),
+    already told to the clicker when it came from a button."""
+    s, user, refusal = _clicker(payload, suspension_id)
     trigger = str(payload.get("trigger_id") or "")
-    if not trigger:
-        return  # every click Slack sends has one: without it, a retry could not be known
-    try:
-        with transaction.atomic():
-            SlackClick.objects.create(trigger_id=trigger)
-            answer = decide_one(s, user, {"approved": True})
-    except IntegrityError:
-        log.info("Slack: click %s was acted on already", payload.get("trigger_id"))
+    if not refusal and trigger:
+        try:
+            with transaction.atomic():
+                SlackClick.objects.create(trigger_id=trigger)
+                answer = decide_one(s, user, decision)
+        except IntegrityError:
+            log.info("Slack: click %s was acted on already", trigger)
+            return ""
+        if answer.status >= 300:
+            refusal = str(answer.body.get("detail") or "This changed nothing.")
+    # (Every click Slack sends has a trigger id: without one a retry could not be known.)
+    if refusal and payload.get("type") == "block_actions":
+        _tell(payload, refusal)
+    return refusal
+
+
+def _ask_reason(payload: dict[str, Any], suspension_id: str) -> None:
+    """Reject…: the modal that asks the reason; the rejection comes with its submission.
+    Who may not decide is told at once, before typing a reason."""
+    s, _, refusal = _clicker(payload, suspension_id)
+    if refusal:
+        _tell(payload, refusal)
         return
-    if answer.status >= 300:
-        _tell(payload, str(answer.body.get("detail") or "This click changed nothing."))
+    try:
+        client.web_client().views_open(
+            trigger_id=str(payload.get("trigger_id") or ""), view=modals.reject_view(s)
+        )
+    except (SlackApiError, OSError) as e:
+        log.warning("Slack: could not open the reason's modal: %s", e)
 
 
 def _tell(payload: dict[str, Any], text: str) -> None:

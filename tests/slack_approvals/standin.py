@@ -45,6 +45,7 @@ class SlackStandIn:
     # Slack user id -> users.info's `user` object.
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
+    views: list[dict[str, Any]] = field(default_factory=list)  # the modals opened
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _clock: int = 0
@@ -169,6 +170,12 @@ class SlackStandIn:
             }
         if method == "chat.postEphemeral":
             return 200, {"ok": True, "message_ts": self._ts()}
+        if method == "views.open":
+            view = body.get("view")
+            if isinstance(view, str):
+                view = json.loads(view)
+            self.views.append(view)
+            return 200, {"ok": True, "view": {"id": f"V{len(self.views):08d}", **view}}
         if method == "conversations.open":
             user = str(body.get("users", "")).split(",")[0]
             if not user:

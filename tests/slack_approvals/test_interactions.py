@@ -20,6 +20,21 @@ from tests.slack_approvals.standin import SlackStandIn
 URL = "/slack/interactions"
 
 
+def signed_post(
+    payload: dict[str, Any], timestamp: int | None = None, secret: str = SECRET, retry: int = 0
+) -> Any:
+    """POST a payload to /slack/interactions as Slack does: a form, signed."""
+    body = urlencode({"payload": json.dumps(payload)})
+    ts = str(timestamp if timestamp is not None else int(time.time()))
+    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    headers = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
+    if retry:
+        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
+    return Client().post(
+        URL, body, content_type="application/x-www-form-urlencoded", headers=headers
+    )
+
+
 def click(
     s: Suspension,
     slack_user: str,
@@ -38,15 +53,7 @@ def click(
         "container": {"type": "message", "channel_id": "C0PAYMENTS", "message_ts": "1.000001"},
         "actions": [{"action_id": action, "value": str(s.pk), "type": "button"}],
     }
-    body = urlencode({"payload": json.dumps(payload)})
-    ts = str(timestamp if timestamp is not None else int(time.time()))
-    digest = hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    headers = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
-    if retry:
-        headers.update({"X-Slack-Retry-Num": str(retry), "X-Slack-Retry-Reason": "http_timeout"})
-    return Client().post(
-        URL, body, content_type="application/x-www-form-urlencoded", headers=headers
-    )
+    return signed_post(payload, timestamp, secret, retry)
 
 
 class InteractionTestCase:
@@ -148,3 +155,74 @@ class InteractionTestCase:
         s = raise_request()
         settings.SLACK_SIGNING_SECRET = ""
         assert click(s, "U0ALICE").status_code == 404
+
+    def submit(
+        self, view: dict[str, Any], slack_user: str, preset: str = "", typed: str = ""
+    ) -> Any:
+        """The modal submitted: Slack's view_submission with the fields' state."""
+        values: dict[str, Any] = {
+            "reason": {"reason_text": {"type": "plain_text_input", "value": typed or None}}
+        }
+        if preset:
+            values["preset"] = {
+                "preset_reason": {"type": "static_select", "selected_option": {"value": preset}}
+            }
+        payload = {
+            "type": "view_submission",
+            "user": {"id": slack_user},
+            "trigger_id": f"submit-{time.monotonic_ns()}",
+            "view": {**view, "id": "V1", "state": {"values": values}},
+        }
+        return signed_post(payload)
+
+    def test_a_reject_with_a_reason_from_the_modal(self) -> None:
+        self.load(
+            agent_file().replace(
+                "    slack:",
+                "    tool_overrides:\n"
+                "      transfer_funds: {reject_reasons: [Wrong amount, Already paid]}\n"
+                "    slack:",
+            )
+        )
+        s = raise_request()
+        deliver()
+        click(s, "U0ALICE", action="reject")
+        [view] = self.slack.views
+        assert view["private_metadata"] == str(s.pk)
+        options = view["blocks"][1]["element"]["options"]
+        assert [o["text"]["text"] for o in options] == ["Wrong amount", "Already paid"]
+        s.refresh_from_db()
+        assert s.status == "pending"  # opening the modal decides nothing
+        answer = self.submit(view, "U0ALICE", preset="1", typed="paid on the 3rd")
+        assert answer.status_code == 200 and answer.content == b""
+        s.refresh_from_db()
+        assert (s.status, s.reason, s.decided_by_name) == (
+            "rejected",
+            "Already paid · paid on the 3rd",
+            "alice",
+        )
+        deliver()
+        [message] = self.slack.messages.values()
+        shown = json.dumps(message["blocks"], ensure_ascii=False)
+        assert "*Rejected by alice at " in shown and " · Already paid · paid on the 3rd*" in shown
+
+    def test_a_refused_reject_shows_the_refusal_in_the_modal(self) -> None:
+        s = raise_request(starter=self.users["reviewer"])
+        click(s, "U0BOB", action="reject")
+        [view] = self.slack.views
+        SlackLink.objects.filter(slack_user_id="U0BOB").update(slack_user_id="U0ALICEX")
+        SlackLink.objects.filter(user=self.users["reviewer"]).update(slack_user_id="U0BOB")
+        # Submitted by the run's starter (linked as U0BOB now): four eyes refuses.
+        answer = self.submit(view, "U0BOB", typed="no")
+        body = answer.json()
+        assert body["response_action"] == "errors"
+        assert "start" in body["errors"]["reason"].lower()
+        s.refresh_from_db()
+        assert s.status == "pending"
+
+    def test_an_unlinked_user_gets_no_modal(self) -> None:
+        s = raise_request()
+        click(s, "U0STRANGER", action="reject")
+        assert self.slack.views == []
+        [(to, text)] = self.told()
+        assert to == "U0STRANGER" and "not linked" in text
