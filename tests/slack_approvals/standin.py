@@ -86,13 +86,15 @@ class SlackStandIn:
         """The next `times` calls are refused as Slack refuses a caller over its rate limit."""
         self.failures += [Failure(429, "ratelimited", retry_after) for _ in range(times)]
 
-    def add_user(self, user_id: str, name: str, email: str = "") -> None:
+    def add_user(self, user_id: str, name: str, email: str = "", confirmed: bool = True) -> None:
+        """A member of the workspace, as users.info describes one."""
         self.users[user_id] = {
             "id": user_id,
             "name": name,
             "real_name": name.title(),
             "profile": {"email": email, "display_name": name},
             "is_bot": False,
+            "is_email_confirmed": confirmed,
         }
 
     def called(self, method: str) -> list[Call]:

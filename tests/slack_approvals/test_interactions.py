@@ -226,3 +226,42 @@ class InteractionTestCase:
         assert self.slack.views == []
         [(to, text)] = self.told()
         assert to == "U0STRANGER" and "not linked" in text
+
+
+class LinkByEmailTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any, slack: SlackStandIn) -> None:
+        self.users = users
+        self.slack = slack
+        load_agents(agent_file())
+        for user in users.values():
+            user.email = f"{user.username}@example.com"
+            user.save(update_fields=["email"])
+        slack.add_user("U0ALICE", "alice", "alice@example.com")
+        slack.add_user("U0UNSURE", "alice2", "alice@example.com", confirmed=False)
+        slack.add_user("U0OTHER", "zed", "zed@example.com")
+
+    def test_it_is_off_by_default(self) -> None:
+        s = raise_request()
+        click(s, "U0ALICE")
+        s.refresh_from_db()
+        assert s.status == "pending" and not SlackLink.objects.exists()
+        assert self.slack.called("users.info") == []
+
+    def test_a_confirmed_email_of_one_active_user_links_them(self, settings: Any) -> None:
+        settings.SLACK_LINK_BY_EMAIL = True
+        s = raise_request()
+        click(s, "U0ALICE")
+        s.refresh_from_db()
+        assert (s.status, s.decided_by_name) == ("approved", "alice")
+        assert SlackLink.objects.get(slack_user_id="U0ALICE").user == self.users["reviewer"]
+
+    @pytest.mark.parametrize("slack_user", ["U0UNSURE", "U0OTHER"])
+    def test_an_unconfirmed_or_unknown_email_links_nobody(
+        self, slack_user: str, settings: Any
+    ) -> None:
+        settings.SLACK_LINK_BY_EMAIL = True
+        s = raise_request()
+        click(s, slack_user)
+        s.refresh_from_db()
+        assert s.status == "pending" and not SlackLink.objects.exists()
