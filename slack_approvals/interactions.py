@@ -33,6 +33,7 @@ from django.views.decorators.http import require_POST
 from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 
+from access import ratelimits
 from agents import presentation
 from approvals.api.decisions import decide_one
 from approvals.api.suspensions import suspension_or_none
@@ -109,12 +110,17 @@ def _decide(payload: dict[str, Any], suspension_id: str, decision: dict[str, Any
         try:
             with transaction.atomic():
                 SlackClick.objects.create(trigger_id=trigger)
+                # Counted as the REST API counts a decision (RATE_LIMIT_USER_DECISIONS).
+                ratelimits.hit(ratelimits.DECISIONS, user)
                 answer = decide_one(s, user, decision)
         except IntegrityError:
             log.info("Slack: click %s was acted on already", trigger)
             return ""
-        if answer.status >= 300:
-            refusal = str(answer.body.get("detail") or "This changed nothing.")
+        except ratelimits.Limited as e:
+            refusal = e.detail  # the click is forgotten: a later one may decide
+        else:
+            if answer.status >= 300:
+                refusal = str(answer.body.get("detail") or "This changed nothing.")
     # (Every click Slack sends has a trigger id: without one a retry could not be known.)
     if refusal and payload.get("type") == "block_actions":
         _tell(payload, refusal)

@@ -151,6 +151,18 @@ class InteractionTestCase:
         deliver()
         assert "*Approved by bob at " in json.dumps(message["blocks"])
 
+    def test_clicks_count_against_the_decisions_rate_limit(self, settings: Any) -> None:
+        settings.RATE_LIMIT_USER_DECISIONS = "1/minute"
+        first = raise_request()
+        second = raise_request()
+        click(first, "U0BOB")
+        click(second, "U0BOB")
+        first.refresh_from_db()
+        second.refresh_from_db()
+        assert (first.status, second.status) == ("approved", "pending")
+        [(to, text)] = self.told()
+        assert to == "U0BOB" and text.startswith("You may decide at most 1 times per minute")
+
     def test_slack_off_answers_404(self, settings: Any) -> None:
         s = raise_request()
         settings.SLACK_SIGNING_SECRET = ""
