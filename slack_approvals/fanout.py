@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -99,6 +100,10 @@ def linked_names(names: list[str]) -> list[str]:
         Q(username__in=names) | Q(groups__name__in=names), is_active=True
     )
     found = set(users.values_list("username", flat=True))
+    known = found | set(Group.objects.filter(name__in=names).values_list("name", flat=True))
+    unknown = sorted(set(names) - known)
+    if unknown:
+        log.info("Slack: no user or group is named %s; no direct message sent", unknown)
     linked = set(
         SlackLink.objects.filter(user__username__in=found).values_list("user__username", flat=True)
     )

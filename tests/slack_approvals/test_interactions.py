@@ -129,6 +129,22 @@ class InteractionTestCase:
         assert s.status == "pending" and self.slack.calls == []
         assert "failed the signature check" in caplog.text
 
+    @pytest.mark.parametrize(
+        "headers",
+        [{}, {"X-Slack-Request-Timestamp": "soon", "X-Slack-Signature": "v0=00"}],
+    )
+    def test_a_request_without_a_usable_signature_answers_401(
+        self, headers: dict[str, str]
+    ) -> None:
+        s = raise_request()
+        body = urlencode({"payload": json.dumps({"type": "block_actions", "actions": []})})
+        answer = Client().post(
+            URL, body, content_type="application/x-www-form-urlencoded", headers=headers
+        )
+        assert answer.status_code == 401
+        s.refresh_from_db()
+        assert s.status == "pending"
+
     def test_a_retried_click_decides_once(self) -> None:
         self.load(agent_file().replace("    slack:", "    policy: {quorum: 2}\n    slack:"))
         s = raise_request()

@@ -121,6 +121,7 @@ class OutboxTestCase:
         assert SlackMessage.objects.filter(suspension=s).count() == 3
         # Mallory is in the group but has no linked Slack account: skipped, and said so.
         assert "no linked Slack account for ['mallory']" in caplog.text
+        assert "no user or group is named ['nobody']" in caplog.text
         decisions.decide(s, self.users["reviewer"], {"approved": True})
         deliver()
         assert sorted(c.body["channel"] for c in self.slack.called("chat.update")) == posted
