@@ -140,7 +140,7 @@ def _ask_reason(payload: dict[str, Any], suspension_id: str) -> None:
         _tell(payload, refusal)
         return
     try:
-        client.web_client().views_open(
+        client.web_client(client.CLICK_TIMEOUT).views_open(
             trigger_id=str(payload.get("trigger_id") or ""), view=modals.reject_view(s)
         )
     except (SlackApiError, OSError) as e:
@@ -154,6 +154,8 @@ def _tell(payload: dict[str, Any], text: str) -> None:
     channel = channel or str((payload.get("container") or {}).get("channel_id") or "")
     user = str((payload.get("user") or {}).get("id") or "")
     try:
-        client.web_client().chat_postEphemeral(channel=channel, user=user, text=text)
+        client.web_client(client.CLICK_TIMEOUT).chat_postEphemeral(
+            channel=channel, user=user, text=message.escaped(text, limit=3000)
+        )
     except (SlackApiError, OSError) as e:
         log.warning("Slack: could not answer %s: %s", user, e)

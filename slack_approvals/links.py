@@ -28,7 +28,7 @@ def user_for(slack_user_id: str) -> Any:
 
 def _link_by_email(slack_user_id: str) -> Any:
     try:
-        answer = client.web_client().users_info(user=slack_user_id)
+        answer = client.web_client(client.CLICK_TIMEOUT).users_info(user=slack_user_id)
     except (SlackApiError, OSError) as e:
         log.warning("Slack: could not read user %s to link by email: %s", slack_user_id, e)
         return None
