@@ -23,7 +23,9 @@ auto_reject), with `tools: {name: the same keys}` for one of its tools (agents.p
 groups must exist when the file is loaded.
 
 Other sections: `mcp_servers` (upstream MCP servers) belongs to mcp_gateway, which sits above
-this app; load() hands it over through `sections_loaded`, in the same transaction.
+this app; load() hands it over through `sections_loaded`, in the same transaction. Agent fields
+other apps own (AGENT_KEYS: `slack`, slack_approvals's routes) travel the same way, as
+`agents`, and are not stored on the agent's row.
 """
 
 from pathlib import Path
@@ -65,6 +67,9 @@ FIELDS = {
     "escalate_to",
     "escalate_at",
     "policy",
+    # Where the agent's requests are posted in Slack: slack_approvals owns and checks it
+    # (AGENT_KEYS, heard through `sections_loaded`).
+    "slack",
 }
 
 
@@ -72,7 +77,12 @@ FIELDS = {
 # sits above agents and so hears of them through `sections_loaded`). A receiver raises
 # AgentFileError for a section it refuses, which undoes the whole load.
 SECTIONS = ("mcp_servers",)
-sections_loaded = Signal()  # sections: [(path, {section: value})]
+# Agent fields other apps own, handed over the same way: `agents` lists every loaded agent as
+# (path, name, {key: value} of the keys it has), so a receiver can also drop what a file no
+# longer says.
+AGENT_KEYS = ("slack",)
+# sections: [(path, {section: value})]; agents: [(path, agent name, {key: value})]
+sections_loaded = Signal()
 
 
 class AgentFileError(ValueError):
@@ -294,6 +304,15 @@ def sections_of(text: str) -> dict[str, Any]:
     return {key: data[key] for key in SECTIONS if key in data}
 
 
+def agent_keys_of(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """Each agent's name and the fields other apps own (AGENT_KEYS), as written."""
+    data = yaml.safe_load(text)
+    return [
+        (spec["name"], {key: spec[key] for key in AGENT_KEYS if key in spec})
+        for spec in data.get("agents") or []
+    ]
+
+
 def load(
     paths: list[Path], tools: ToolRegistry | None = None
 ) -> list[tuple[AgentDefinition, bool]]:
@@ -302,10 +321,12 @@ def load(
     specs = []
     sources = {}
     sections: list[tuple[str, dict[str, Any]]] = []
+    owned: list[tuple[str, str, dict[str, Any]]] = []
     for path in paths:
         text = Path(path).read_text()
         parsed = parse(text, str(path), tools)
         sections.append((str(path), sections_of(text)))
+        owned.extend((str(path), name, keys) for name, keys in agent_keys_of(text))
         specs.extend(parsed)
         sources.update({spec["name"]: str(path) for spec in parsed})
     with transaction.atomic():
@@ -320,7 +341,7 @@ def load(
         # A changed definition is kept as a new version, never overwritten (agents.versions).
         for agent, _ in loaded:
             versions.record(agent)
-        sections_loaded.send(sender=AgentDefinition, sections=sections)
+        sections_loaded.send(sender=AgentDefinition, sections=sections, agents=owned)
         return loaded
 
 

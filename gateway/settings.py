@@ -142,6 +142,7 @@ INSTALLED_APPS = [
     "approvals",
     "a2a_server",
     "mcp_gateway",
+    "slack_approvals",
     "presence",
     "notify",
     "webhooks",
@@ -545,7 +546,10 @@ CELERY_BEAT_SCHEDULE = {
     "webhooks-sweep": {
         "task": "webhooks.tasks.sweep",
         "schedule": WEBHOOKS_SWEEP_INTERVAL_SECONDS,
-    }
+    },
+    # Slack's posts and updates that no nudge sent, and its retries (slack_approvals.tasks);
+    # it does nothing while Slack is off.
+    "slack-sweep": {"task": "slack_approvals.tasks.sweep", "schedule": 5.0},
 }
 
 # Prometheus scrapes /metrics with `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is
@@ -590,3 +594,13 @@ MCP_CALL_TIMEOUT_SECONDS = envint("MCP_CALL_TIMEOUT_SECONDS", 600)
 # Browser pages allowed to call /mcp (an Origin header from any other is refused, against DNS
 # rebinding: mcp_gateway.proxy); clients that send no Origin are not browsers and pass.
 MCP_ALLOWED_ORIGINS = _origins("MCP_ALLOWED_ORIGINS", _site_origins())
+
+# Slack (slack_approvals): the bot's token and the app's signing secret; Slack is off (nothing
+# is posted, /slack/interactions answers 404) unless both are set. SLACK_API_URL is the Web
+# API's address (the client's base_url): Slack's own, or a proxy's, or the tests' stand-in.
+# SLACK_LINK_BY_EMAIL links a Slack user to the one active gateway user with their verified
+# email address.
+SLACK_BOT_TOKEN = envstr("SLACK_BOT_TOKEN")
+SLACK_SIGNING_SECRET = envstr("SLACK_SIGNING_SECRET")
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
+SLACK_LINK_BY_EMAIL = envbool("SLACK_LINK_BY_EMAIL", "false")

@@ -43,6 +43,7 @@ urlpatterns = [
     # /metrics, /api/metrics/conversations and the metrics page /insights/.
     path("", include("metrics.urls")),
     path("email/", include("notify.urls")),
+    path("slack/", include("slack_approvals.urls")),
     path("", include("approvals.urls")),
 ]
 

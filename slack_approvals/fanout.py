@@ -1,0 +1,192 @@
+"""The fan-out: requests and their decisions, read from the Event table, become Slack deliveries.
+
+Durable by a cursor, as webhooks.fanout is: the SlackCursor row says how far the Event table
+has been read, and one transaction makes a batch's deliveries and moves the cursor past it, so
+a crash loses nothing and sends nothing twice. Ids can commit out of order on PostgreSQL: the
+cursor steps over a missing id only once it has settled (agents.cursor.settled_read). Runs come
+from `nudge` (after a commit that recorded a request's event, agents.events.committed) and from
+beat's sweep (slack_approvals.tasks.sweep), which catches whatever a nudge missed.
+
+What makes a delivery: AGENT_SUSPENDED of a request whose agent has a route (SlackRoute) posts
+one message to the route's channel and one to each linked person its `dm` names; a decision,
+vote, deadline or cancellation of a request that was posted updates its messages.
+"""
+
+import logging
+import threading
+import time
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from agents.cursor import page_cursor, settled_read
+from agents.models import Event
+from gateway.celery import app
+from slack_approvals import client, outbox
+from slack_approvals.models import SlackCursor, SlackDelivery, SlackLink, SlackRoute
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+CURSOR = "events"
+NUDGE_DELAY = 0.1  # at most one fan-out task per this long per process, as webhooks.fanout
+
+POSTED = {Event.Type.AGENT_SUSPENDED}
+UPDATED = {
+    Event.Type.SUSPENSION_DECIDED,
+    Event.Type.SUSPENSION_TIMEOUT,
+    Event.Type.SUSPENSION_CANCELLED,
+    Event.Type.SUSPENSION_VOTED,
+}
+
+_nudge_due = 0.0
+_nudge_lock = threading.Lock()
+
+
+def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
+    """After a commit: have a worker fan out shortly, when Slack is on and the commit recorded
+    an event this app sends. Never raises: a broker that is away delays Slack until the
+    sweep."""
+    global _nudge_due
+    if not client.enabled():
+        return
+    if events is not None and not any(e.type in POSTED or e.type in UPDATED for e in events):
+        return
+    now = time.monotonic()
+    with _nudge_lock:
+        if now < _nudge_due:
+            return
+        _nudge_due = now + NUDGE_DELAY
+    try:
+        # By name, so a web process need not import the tasks (ARCHITECTURE.md).
+        app.send_task("slack_approvals.tasks.fan_out", countdown=NUDGE_DELAY)
+    except Exception:
+        log.warning("could not enqueue the Slack fan-out; the sweep will run it", exc_info=True)
+
+
+def _cursor() -> SlackCursor:
+    """The cursor row, locked for this transaction. A new one starts at the newest event that
+    has surely committed: Slack was not on before, so earlier requests are not posted."""
+    row = SlackCursor.objects.select_for_update().filter(name=CURSOR).first()
+    if row is None:
+        SlackCursor.objects.get_or_create(name=CURSOR, defaults={"position": page_cursor()})
+        row = SlackCursor.objects.select_for_update().get(name=CURSOR)
+    return row
+
+
+def _read(after: int) -> list[dict[str, Any]]:
+    # Every type is read, not only this app's: a filtered read would show the ids it leaves
+    # out as gaps, each waiting to settle.
+    return list(
+        Event.objects.filter(id__gt=after)
+        .order_by("id")
+        .values("id", "type", "suspension_id", "created_at", "suspension__agent_name")[:BATCH]
+    )
+
+
+def _id_and_time(row: dict[str, Any]) -> tuple[int, datetime]:
+    return row["id"], row["created_at"]
+
+
+def linked_names(names: list[str]) -> list[str]:
+    """The active users a route's `dm` names (users, or the members of groups) that have a
+    linked Slack account; the rest are logged and skipped."""
+    users = get_user_model().objects.filter(
+        Q(username__in=names) | Q(groups__name__in=names), is_active=True
+    )
+    found = set(users.values_list("username", flat=True))
+    known = found | set(Group.objects.filter(name__in=names).values_list("name", flat=True))
+    unknown = sorted(set(names) - known)
+    if unknown:
+        log.info("Slack: no user or group is named %s; no direct message sent", unknown)
+    linked = set(
+        SlackLink.objects.filter(user__username__in=found).values_list("user__username", flat=True)
+    )
+    skipped = sorted(found - linked)
+    if skipped:
+        log.info("Slack: no linked Slack account for %s; no direct message sent", skipped)
+    return sorted(linked)
+
+
+def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDelivery]:
+    """The deliveries these events make (see the module's text)."""
+    asked = {r["suspension__agent_name"] for r in rows if r["type"] in POSTED}
+    routes = {r.agent: r for r in SlackRoute.objects.filter(agent__in=asked)} if asked else {}
+    decided = {r["suspension_id"] for r in rows if r["type"] in UPDATED and r["suspension_id"]}
+    # A request is updated when it was posted: a POST delivery was made for it, earlier or in
+    # this same batch.
+    posted = set(
+        SlackDelivery.objects.filter(
+            suspension_id__in=decided, action=SlackDelivery.Action.POST
+        ).values_list("suspension_id", flat=True)
+    )
+    made: list[SlackDelivery] = []
+    updated: set[Any] = set()
+    common = {"next_attempt_at": now}
+    for r in rows:
+        if r["type"] in POSTED and r["suspension_id"]:
+            route = routes.get(r["suspension__agent_name"])
+            if route is None:
+                continue
+            places = [{"channel": route.channel}] if route.channel else []
+            places += [{"dm_user": name} for name in linked_names(route.dm)]
+            for place in places:
+                made.append(
+                    SlackDelivery(
+                        event_id=r["id"],
+                        suspension_id=r["suspension_id"],
+                        action=SlackDelivery.Action.POST,
+                        **place,
+                        **common,
+                    )
+                )
+            if places:
+                posted.add(r["suspension_id"])
+        elif r["type"] in UPDATED and r["suspension_id"] in posted - updated:
+            # One update per request and batch: it shows the request as it is when sent
+            # (a quorum's last vote and its decision are one update).
+            updated.add(r["suspension_id"])
+            made.append(
+                SlackDelivery(
+                    event_id=r["id"],
+                    suspension_id=r["suspension_id"],
+                    action=SlackDelivery.Action.UPDATE,
+                    **common,
+                )
+            )
+    return made
+
+
+def fan_out(now: datetime | None = None) -> tuple[int, bool]:
+    """One step: the next batch of settled events gets its deliveries and the cursor moves
+    past it, in one transaction. Returns how many events it passed, and whether more may be
+    read at once (a full batch)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        cursor = _cursor()
+        rows, stopped = settled_read(cursor.position, _read, _id_and_time)
+        if not rows:
+            return 0, False
+        made = SlackDelivery.objects.bulk_create(deliveries_for(rows, now))
+        cursor.position = rows[-1]["id"]
+        cursor.save(update_fields=["position", "updated_at"])
+        if made:
+            ids = [d.pk for d in made]
+            transaction.on_commit(lambda: outbox.enqueue(ids))
+    return len(rows), len(rows) == BATCH and not stopped
+
+
+def fan_out_all(now: datetime | None = None, steps: int = 20) -> int:
+    """Steps until the settled events are all fanned out (or `steps` batches were)."""
+    passed = 0
+    for _ in range(steps):
+        n, more = fan_out(now)
+        passed += n
+        if not more:
+            break
+    return passed

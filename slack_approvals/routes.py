@@ -1,0 +1,58 @@
+"""Where an agent's requests go in Slack: the `slack:` field of an agent file.
+
+    slack: {channel: C0123ABCD, dm: [dana, finance-reviewers]}
+
+`channel` is a Slack conversation id; `dm` lists gateway user names and group names, whose
+members with a linked Slack account (SlackLink) get a direct message. The field is checked and
+stored here, heard through agents.agentfiles.sections_loaded in the loading transaction: a bad
+value raises AgentFileError naming the field, which undoes the whole load. An agent loaded
+without the field loses its route. The `dm` names are resolved when a request is posted
+(slack_approvals.fanout), so people and groups made after the file was loaded count; a name
+that matches nobody linked is skipped and logged then.
+"""
+
+import re
+from typing import Any
+
+from agents.agentfiles import AgentFileError
+from slack_approvals.models import SlackRoute
+
+KEYS = {"channel", "dm"}
+# Slack's conversation ids: C (public), G (private or a group DM), D (a direct message).
+CHANNEL = re.compile(r"^[CGD][A-Z0-9]{2,40}$")
+
+
+def store_routes(
+    sender: Any, agents: list[tuple[str, str, dict[str, Any]]] | None = None, **kwargs: Any
+) -> None:
+    """agents.agentfiles.sections_loaded: each loaded agent's route, created, changed or
+    dropped."""
+    for source, name, keys in agents or []:
+        if "slack" not in keys:
+            SlackRoute.objects.filter(agent=name).delete()
+            continue
+        fields = check(keys["slack"], f"{source}: agent '{name}': slack")
+        SlackRoute.objects.update_or_create(agent=name, defaults={**fields, "source": source})
+
+
+def check(spec: Any, where: str) -> dict[str, Any]:
+    """The route's fields as stored; raises AgentFileError naming the field."""
+    if not isinstance(spec, dict) or not spec:
+        raise AgentFileError(f"{where}: expected a mapping with 'channel' and/or 'dm'")
+    unknown = set(spec) - KEYS
+    if unknown:
+        raise AgentFileError(
+            f"{where}: unknown field(s) {sorted(unknown)}; the fields are {sorted(KEYS)}"
+        )
+    channel = spec.get("channel", "")
+    if channel and (not isinstance(channel, str) or not CHANNEL.match(channel)):
+        raise AgentFileError(
+            f"{where}.channel: {channel!r} is not a Slack channel id (like C0123ABCD: the "
+            "channel's details in Slack show it)"
+        )
+    dm = spec.get("dm", [])
+    if not isinstance(dm, list) or not all(isinstance(n, str) and n for n in dm):
+        raise AgentFileError(f"{where}.dm: expected a list of user or group names")
+    if not channel and not dm:
+        raise AgentFileError(f"{where}: expected a 'channel' or a 'dm' list")
+    return {"channel": channel or "", "dm": dm}

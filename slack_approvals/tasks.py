@@ -1,0 +1,36 @@
+"""Celery tasks: fan events out to Slack deliveries, send one, and the sweep over both."""
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from slack_approvals import client, fanout, outbox
+
+TASK_OPTIONS = {
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+    # The database's transient errors; Slack's are the outbox's to retry and log.
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 0.2,
+    "max_retries": 5,
+}
+
+
+@shared_task(**TASK_OPTIONS)
+def fan_out() -> int:
+    """Give the settled events after the cursor their Slack deliveries (slack_approvals.fanout)."""
+    return fanout.fan_out_all() if client.enabled() else 0
+
+
+@shared_task(**TASK_OPTIONS)
+def deliver(delivery_id: int) -> str:
+    """Attempt one delivery; one that is not due, or done, does nothing."""
+    return outbox.send(delivery_id)
+
+
+@shared_task(ignore_result=True, expires=5)
+def sweep() -> dict[str, int]:
+    """Driven by beat: fan out what no nudge did, and enqueue the deliveries that are due."""
+    if not client.enabled():
+        return {}
+    return {"fanned_out": fanout.fan_out_all(), "enqueued": outbox.enqueue_due()}

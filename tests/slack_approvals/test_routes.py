@@ -1,0 +1,48 @@
+"""An agent file's `slack:` field: stored as the agent's route, refused with a message naming
+the field, and dropped when the file no longer says it."""
+
+from typing import Any
+
+import pytest
+
+from agents.agentfiles import AgentFileError
+from agents.models import AgentDefinition
+from slack_approvals.models import SlackRoute
+from tests.slack_approvals.conftest import agent_file
+
+
+class RouteTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], load_agents: Any) -> None:
+        self.load = load_agents
+
+    def test_it_stores_the_channel_and_the_people_to_message(self) -> None:
+        self.load(agent_file(dm=", dm: [alice, reviewers]"))
+        route = SlackRoute.objects.get(agent="payer")
+        assert (route.channel, route.dm) == ("C0PAYMENTS", ["alice", "reviewers"])
+        assert route.source.endswith(".yaml")
+        # The field is the app's: the agent's own row is loaded as ever, without it.
+        assert AgentDefinition.objects.get(name="payer").tools == ["transfer_funds"]
+
+    def test_a_file_without_the_field_drops_the_route(self) -> None:
+        self.load(agent_file())
+        self.load(agent_file().replace("    slack: {channel: C0PAYMENTS}\n", ""))
+        assert not SlackRoute.objects.exists()
+
+    @pytest.mark.parametrize(
+        ("value", "words"),
+        [
+            ("{channel: general}", "slack.channel: 'general' is not a Slack channel id"),
+            ("{dm: alice}", "slack.dm: expected a list of user or group names"),
+            ("{chanel: C0PAYMENTS}", "slack: unknown field(s) ['chanel']"),
+            ("C0PAYMENTS", "slack: expected a mapping with 'channel' and/or 'dm'"),
+            ("{dm: []}", "slack: expected a 'channel' or a 'dm' list"),
+        ],
+    )
+    def test_a_bad_value_fails_the_load_naming_the_field(self, value: str, words: str) -> None:
+        text = agent_file().replace("{channel: C0PAYMENTS}", value)
+        with pytest.raises(AgentFileError) as e:
+            self.load(text)
+        assert "agent 'payer': " + words in str(e.value)
+        # All or nothing: the agent itself was not loaded either.
+        assert not AgentDefinition.objects.filter(name="payer").exists()
