@@ -410,8 +410,14 @@ TASK_KINDS = {
         "webhooks.tasks.sweep",
         "webhooks.tasks.fan_out",
         "mcp_gateway.tasks.sweep",
+        "slack_approvals.tasks.fan_out",
+        "slack_approvals.tasks.sweep",
     ),
-    "DELIVERY": ("webhooks.tasks.deliver", "notify.tasks.send_email"),
+    "DELIVERY": (
+        "webhooks.tasks.deliver",
+        "notify.tasks.send_email",
+        "slack_approvals.tasks.deliver",
+    ),
 }
 TASK_TIME_LIMITS = {"RUN": (1800, 1860), "SWEEP": (60, 90), "DELIVERY": (90, 120)}
 for _kind, (_soft, _hard) in list(TASK_TIME_LIMITS.items()):
