@@ -127,7 +127,12 @@
     busy = loading[id] = { again: false };
     busy.done = load(id).then(function (fresh) {
       var old = byId(id);
-      if (fresh && old) swap(old, fresh);
+      if (fresh && old) {
+        window.GatewaySwap.whenReleased(old, function () {
+          // Held through a click that sent a decision: that request draws the card when it is back.
+          if (old.isConnected && old.getAttribute("aria-busy") !== "true") swap(old, fresh);
+        });
+      }
       else if (fresh) arrivals.forEach(function (handler) { handler(fresh); });
       // Not had (the network, the server): asked for again a little later, so no event's
       // change is lost; a few times, then the next event asks.
@@ -212,6 +217,7 @@
     }, function () {
       busy(card, false);
       notice(card, "The server could not be reached. Check the connection and try again.");
+      refresh(id);  // a change held while the request was on its way (whenReleased) is asked for again
     });
   }
 

@@ -148,7 +148,8 @@
       return;
     }
     said[m.suspension] = m;
-    if (card) show(card);
+    // The bar moves the card's buttons: not while one is pressed (static/js/swap.js).
+    if (card) window.GatewaySwap.whenReleased(card, function () { if (card.isConnected) show(card); });
   });
 
   live.onOpen(function () {

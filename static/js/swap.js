@@ -52,5 +52,33 @@
     return run;
   }
 
-  window.GatewaySwap = { parse: parse, get: get, byIds: byIds, coalesce: coalesce };
+  /* A press is not lost to a redraw. The browser sends the click to what both the press and
+     the release hit: a card drawn again, or a part put into it, between the two takes the
+     click nowhere or to another button. So a change to the card being pressed waits until the
+     click is over (a release, then its click, then these run). */
+  var pressed = null;  // the card a pointer is down on
+  var held = [];
+  document.addEventListener("pointerdown", function (event) {
+    pressed = event.target instanceof Element ? event.target.closest(".card") : null;
+  }, true);
+  function release() {
+    if (!pressed) return;
+    setTimeout(function () {
+      pressed = null;
+      var changes = held;
+      held = [];
+      changes.forEach(function (change) { change(); });
+    }, 0);
+  }
+  document.addEventListener("pointerup", release, true);
+  document.addEventListener("pointercancel", release, true);
+  window.addEventListener("blur", release);
+
+  /* Run `change` (which redraws `card` or a part of it) now, or once the press on it is over. */
+  function whenReleased(card, change) {
+    if (pressed && pressed === card) held.push(change);
+    else change();
+  }
+
+  window.GatewaySwap = { parse: parse, get: get, byIds: byIds, coalesce: coalesce, whenReleased: whenReleased };
 })();
