@@ -1,9 +1,12 @@
 """Calls to an upstream MCP server, through the official client: over streamable HTTP, or
 over stdio to a process started for the call (a stdio server declared with `command:`)."""
 
+import contextlib
 import functools
+import hashlib
 import ssl
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -14,6 +17,7 @@ from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp_gateway import client_priming, sessions
 from mcp_gateway.models import Upstream
 from mcp_gateway.upstreams import expand
 
@@ -32,17 +36,31 @@ def _address(upstream: Upstream) -> str:
     return upstream.url or repr(upstream.command)
 
 
+def _key(upstream: Upstream) -> str:
+    """What a kept session was opened with: another address, headers or environment is
+    another upstream as far as sessions go."""
+    secrets = repr((sorted(expand(upstream.headers).items()), sorted(expand(upstream.env).items())))
+    return f"{upstream.name} {_address(upstream)} {hashlib.sha256(secrets.encode()).hexdigest()}"
+
+
 def _client(upstream: Upstream) -> Client:
     if upstream.command:
-        # One process per call (and per tools/list), ended with it: simple and isolated, at
-        # the cost of a process start each time (docs/mcp.md says so).
+        # A process per session (mcp_gateway.sessions keeps it for the next calls) and per
+        # tools/list, ended with it (docs/mcp.md says so).
         program, *args = upstream.command
         params = StdioServerParameters(command=program, args=args, env=expand(upstream.env))
         return Client(stdio_client(params), mode="legacy", cache=None)
+    return Client(_http_transport(upstream), mode="legacy", cache=None)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(upstream: Upstream) -> AsyncIterator[Any]:
+    """The SDK's streamable HTTP transport on an HTTP client that ends with it."""
     http = httpx2.AsyncClient(
         headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None), verify=_tls()
     )
-    return Client(streamable_http_client(upstream.url, http_client=http), mode="legacy", cache=None)
+    async with http, streamable_http_client(upstream.url, http_client=http) as streams:
+        yield streams
 
 
 async def tools(upstream: Upstream) -> list[types.Tool]:
@@ -77,12 +95,19 @@ async def call(
     """The upstream's answer; an upstream that fails or cannot be reached is a result with
     isError, saying so (the caller records it as the call's outcome). With `elicit`
     (mcp_gateway.elicitation.callback) the client declares the elicitation capability and the
-    upstream's questions go to it; without, the SDK declares none and refuses them."""
+    upstream's questions go to it; without, they are refused. The call is made on a session
+    kept open for the upstream (mcp_gateway.sessions)."""
+    def prime(client: Client) -> None:
+        # The client checks a result against the tool's output schema, listing the tools
+        # first when its session has not: it gets them from this module's list instead.
+        listed = _tools.get(upstream.name)
+        if listed and listed[1] == _address(upstream):
+            client_priming.know_tools(client.session, listed[2])
+
     try:
-        client = _client(upstream)
-        client.elicitation_callback = elicit  # read when the client connects
-        async with client:
-            return await client.call_tool(tool, arguments, meta=meta)
+        return await sessions.call(
+            _key(upstream), lambda: _client(upstream), prime, tool, arguments, meta, elicit
+        )
     except Exception as e:  # any failure of the upstream is the call's result
         return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
 
