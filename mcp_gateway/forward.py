@@ -97,6 +97,7 @@ async def call(
     (mcp_gateway.elicitation.callback) the client declares the elicitation capability and the
     upstream's questions go to it; without, they are refused. The call is made on a session
     kept open for the upstream (mcp_gateway.sessions)."""
+
     def prime(client: Client) -> None:
         # The client checks a result against the tool's output schema, listing the tools
         # first when its session has not: it gets them from this module's list instead.
@@ -110,6 +111,11 @@ async def call(
         )
     except Exception as e:  # any failure of the upstream is the call's result
         return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
+
+
+def close_sessions() -> None:
+    """The calls of this event loop are over (a worker's task): its kept sessions close."""
+    sessions.close_all()
 
 
 def failed(text: str, **meta: Any) -> types.CallToolResult:

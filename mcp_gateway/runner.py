@@ -190,6 +190,8 @@ async def _call(
             f"The upstream {upstream.name} did not answer {s.tool_name} within {limit} s; "
             "it may still act on it (idempotency key: the request's id)."
         )
+    finally:
+        forward.close_sessions()  # this task's event loop ends with it
 
 
 def run(pk: UUID | str) -> str:

@@ -22,7 +22,7 @@ the tool's output schema) on a new connection: four requests where a direct clie
 """
 
 import asyncio
-import contextlib
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +33,10 @@ from mcp.client.session import ElicitationFnT
 from mcp.shared.exceptions import MCPError
 
 IDLE_PER_UPSTREAM = 16  # sessions kept open per upstream and loop beyond that are closed
-_Job = tuple[str, dict[str, Any], dict[str, Any] | None, ElicitationFnT | None, "asyncio.Future[Any]"]
+IDLE_SECONDS = 300  # a session unused this long is closed (an upstream edited or gone keeps none)
+_Job = tuple[
+    str, dict[str, Any], dict[str, Any] | None, ElicitationFnT | None, "asyncio.Future[Any]"
+]
 
 
 class _Session:
@@ -44,6 +47,7 @@ class _Session:
         self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.dead = False
         self.calls = 0
+        self.used = time.monotonic()
         self._asks: ElicitationFnT | None = None
         self.task = asyncio.create_task(self._run(open_client, prime))
 
@@ -54,7 +58,9 @@ class _Session:
             return types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
         return await asks(context, params)
 
-    async def _run(self, open_client: Callable[[], Client], prime: Callable[[Client], None]) -> None:
+    async def _run(
+        self, open_client: Callable[[], Client], prime: Callable[[Client], None]
+    ) -> None:
         try:
             client = open_client()
             client.elicitation_callback = self._ask  # read when the client connects
@@ -124,6 +130,15 @@ def drop(key: str) -> None:
         pool.pop().close()
 
 
+def _close_idle() -> None:
+    """Close this loop's sessions unused for IDLE_SECONDS, of every upstream."""
+    stale = time.monotonic() - IDLE_SECONDS
+    for pool in _idle.get(asyncio.get_running_loop(), {}).values():
+        for session in [s for s in pool if s.used < stale]:
+            pool.remove(session)
+            session.close()
+
+
 def _forgotten(e: BaseException) -> bool:
     """Did the upstream refuse the call for not knowing the session (before running it)?"""
     # The transport asks for a new session in these words when the server answers 404 ("Session
@@ -143,6 +158,7 @@ async def call(
 ) -> types.CallToolResult:
     """Call `tool` on upstream `key` (sessions opened by `open_client`, primed by `prime`
     before each call) on a session of this loop's. Raises what the call raised."""
+    _close_idle()
     for attempt in (1, 2):
         pool = _pool(key)
         while pool and pool[-1].dead:
@@ -157,6 +173,7 @@ async def call(
                 drop(key)
                 continue
             raise
+        session.used = time.monotonic()
         if session.dead:
             session.close()
         elif len(pool) < IDLE_PER_UPSTREAM:
@@ -168,8 +185,9 @@ async def call(
 
 
 def close_all() -> None:
-    """Close every idle session of this loop (tests; a process that is ending)."""
-    for key in list(_idle.get(asyncio.get_running_loop(), {})):
+    """Close every idle session of this loop, and forget the loop (a Celery task's loop is
+    about to end: its pool would hold it, through the sessions' tasks, past its end)."""
+    loop = asyncio.get_running_loop()
+    for key in list(_idle.get(loop, {})):
         drop(key)
-        with contextlib.suppress(KeyError):
-            del _idle[asyncio.get_running_loop()][key]
+    _idle.pop(loop, None)

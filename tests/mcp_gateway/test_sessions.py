@@ -63,7 +63,9 @@ class SessionsTestCase:
         async def go() -> list[str]:
             done = []
             for n in range(3):
-                result = await sessions.call("u1", self.open, no_priming, "read_note", {"name": str(n)})
+                result = await sessions.call(
+                    "u1", self.open, no_priming, "read_note", {"name": str(n)}
+                )
                 done.append(text(result))
             sessions.close_all()
             return done
@@ -76,7 +78,15 @@ class SessionsTestCase:
         async def go() -> list[str]:
             results = await asyncio.gather(
                 *(
-                    sessions.call("u2", self.open, no_priming, "confirm_name", {"suggested": name}, None, answer(name))
+                    sessions.call(
+                        "u2",
+                        self.open,
+                        no_priming,
+                        "confirm_name",
+                        {"suggested": name},
+                        None,
+                        answer(name),
+                    )
                     for name in ("alpha", "beta", "gamma")
                 )
             )
@@ -84,7 +94,8 @@ class SessionsTestCase:
             return [text(r) for r in results]
 
         assert run(go()) == [
-            f'accept {{"name": "{name}", "overwrite": false}}' for name in ("alpha", "beta", "gamma")
+            f'accept {{"name": "{name}", "overwrite": false}}'
+            for name in ("alpha", "beta", "gamma")
         ]
         assert self.wire.methods.count("initialize") == 3, self.wire.methods
 
@@ -95,10 +106,14 @@ class SessionsTestCase:
 
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(
-                    sessions.call("u3", self.open, no_priming, "confirm_name", {"suggested": "x"}, None, never),
+                    sessions.call(
+                        "u3", self.open, no_priming, "confirm_name", {"suggested": "x"}, None, never
+                    ),
                     1,
                 )
-            result = await sessions.call("u3", self.open, no_priming, "read_note", {"name": "after"})
+            result = await sessions.call(
+                "u3", self.open, no_priming, "read_note", {"name": "after"}
+            )
             sessions.close_all()
             return [text(result)]
 
@@ -107,18 +122,37 @@ class SessionsTestCase:
         assert self.wire.methods.count("initialize") == 2, self.wire.methods
 
 
+    def test_a_session_idle_too_long_is_closed(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(sessions, "IDLE_SECONDS", 0.5)
+
+        async def go() -> None:
+            await sessions.call("u5", self.open, no_priming, "read_note", {"name": "a"})
+            await asyncio.sleep(1)
+            await sessions.call("u5", self.open, no_priming, "read_note", {"name": "b"})
+            sessions.close_all()
+
+        run(go())
+        assert self.wire.methods.count("initialize") == 2, self.wire.methods
+
+
 class RestartTestCase:
-    def test_a_session_the_upstream_forgot_is_opened_again_and_the_call_made_once(self, tmp_path: Path) -> None:
+    def test_a_session_the_upstream_forgot_is_opened_again_and_the_call_made_once(
+        self, tmp_path: Path
+    ) -> None:
         upstream = Upstream(tmp_path)
         upstream.start()
         wire = Wire()
         open_client = wire.opener(upstream.url)
 
         async def go() -> list[str]:
-            first = await sessions.call("u4", open_client, no_priming, "delete_file", {"path": "/a"})
+            first = await sessions.call(
+                "u4", open_client, no_priming, "delete_file", {"path": "/a"}
+            )
             await asyncio.to_thread(upstream.stop)
             await asyncio.to_thread(upstream.start)  # same port, no memory of the session
-            second = await sessions.call("u4", open_client, no_priming, "delete_file", {"path": "/b"})
+            second = await sessions.call(
+                "u4", open_client, no_priming, "delete_file", {"path": "/b"}
+            )
             sessions.close_all()
             return [text(first), text(second)]
 
@@ -136,7 +170,9 @@ class PrimingTestCase:
     are right but slower; this test says where."""
 
     @pytest.mark.parametrize("primed", [True, False])
-    def test_a_primed_session_checks_the_result_without_listing(self, upstream: Upstream, primed: bool) -> None:
+    def test_a_primed_session_checks_the_result_without_listing(
+        self, upstream: Upstream, primed: bool
+    ) -> None:
         wire = Wire()
 
         async def go() -> tuple[str, list[str]]:
@@ -147,7 +183,9 @@ class PrimingTestCase:
                     client_priming.know_tools(client.session, listed)
                 before = len(wire.methods)
                 result = await client.call_tool("read_note", {"name": "n"})
-                return text(result), [m for m in wire.methods[before:] if not m.startswith("notifications/")]
+                return text(result), [
+                    m for m in wire.methods[before:] if not m.startswith("notifications/")
+                ]
 
         said, methods = run(go())
         assert said == "note n: hello"
