@@ -16,7 +16,8 @@ A click acts as the gateway user linked to the Slack user (slack_approvals.links
 unlinked clicker, one without the permission to decide, or one the policy refuses changes
 nothing and is told why in an ephemeral message only they see, in the words the API and the
 pages use. Reject… opens a modal asking the reason (slack_approvals.modals); its submission
-rejects, or shows the refusal in the modal. A click Slack sends again (X-Slack-Retry-Num) is
+rejects, or shows the refusal in the modal. Answer… does the same for a question
+(slack_approvals.answers). A click Slack sends again (X-Slack-Retry-Num) is
 recognised by its trigger id, recorded in the decision's transaction, and never decides twice.
 """
 
@@ -37,7 +38,7 @@ from access import ratelimits
 from agents import presentation
 from approvals.api.decisions import decide_one
 from approvals.api.suspensions import suspension_or_none
-from slack_approvals import client, links, message, modals
+from slack_approvals import answers, client, links, message, modals
 from slack_approvals.models import SlackClick
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,9 @@ def interactions(request: HttpRequest) -> HttpResponse:
             if action.get("action_id") == "approve":
                 _decide(payload, str(action.get("value") or ""), {"approved": True})
             elif action.get("action_id") == "reject":
-                _ask_reason(payload, str(action.get("value") or ""))
+                _open(payload, str(action.get("value") or ""), modals.reject_view)
+            elif action.get("action_id") == answers.ANSWER:
+                _open(payload, str(action.get("value") or ""), answers.answer_view)
     elif payload.get("type") == "view_submission":
         view = payload.get("view") or {}
         if view.get("callback_id") == modals.REJECT:
@@ -78,6 +81,17 @@ def interactions(request: HttpRequest) -> HttpResponse:
             refusal = _decide(payload, suspension_id, modals.rejection(view, reasons))
             if refusal:
                 return JsonResponse(modals.errors(refusal))
+        elif view.get("callback_id") == answers.ANSWER:
+            s = suspension_or_none(str(view.get("private_metadata") or ""))
+            if s is None:
+                return JsonResponse({"response_action": "errors", "errors": {answers.TEXT: GONE}})
+            decision, wrong = answers.response(view, s)
+            if wrong:
+                return JsonResponse({"response_action": "errors", "errors": wrong})
+            refusal = _decide(payload, str(s.pk), decision)
+            if refusal:
+                errors = {answers.first_block(s): refusal[:2000]}
+                return JsonResponse({"response_action": "errors", "errors": errors})
     # Slack wants an answer within three seconds; it carries nothing (the modal closes).
     return HttpResponse(status=200)
 
@@ -132,19 +146,19 @@ def _decide(payload: dict[str, Any], suspension_id: str, decision: dict[str, Any
     return refusal
 
 
-def _ask_reason(payload: dict[str, Any], suspension_id: str) -> None:
-    """Reject…: the modal that asks the reason; the rejection comes with its submission.
-    Who may not decide is told at once, before typing a reason."""
+def _open(payload: dict[str, Any], suspension_id: str, view: Any) -> None:
+    """Reject… or Answer…: the modal that asks the reason or the answer; the decision comes
+    with its submission. Who may not decide is told at once, before typing anything."""
     s, _, refusal = _clicker(payload, suspension_id)
     if refusal:
         _tell(payload, refusal)
         return
     try:
         client.web_client(client.CLICK_TIMEOUT).views_open(
-            trigger_id=str(payload.get("trigger_id") or ""), view=modals.reject_view(s)
+            trigger_id=str(payload.get("trigger_id") or ""), view=view(s)
         )
     except (SlackApiError, OSError) as e:
-        log.warning("Slack: could not open the reason's modal: %s", e)
+        log.warning("Slack: could not open a modal: %s", e)
 
 
 def _tell(payload: dict[str, Any], text: str) -> None:

@@ -128,14 +128,32 @@ def compose(s: Suspension, now: datetime | None = None) -> tuple[str, list[dict[
     count = votes(s)
     line = deadline(s, now) + (f" · {count}" if count else "")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": line}]})
-    blocks.append(_actions(s, buttons=s.kind != Suspension.Kind.INPUT))
+    blocks.append(_actions(s, buttons=True))
     return text, blocks
 
 
+def answerable(s: Suspension) -> bool:
+    """A question Slack can answer (slack_approvals.answers): in words or a form; a URL to
+    visit is opened from the card, not typed."""
+    return s.kind == Suspension.Kind.INPUT and presentation.payload(s)["answer"] != "url"
+
+
 def _actions(s: Suspension, buttons: bool) -> dict[str, Any]:
-    """Approve and Reject… while the request waits for a decision, and Open always."""
+    """Approve and Reject… (Answer… for a question) while the request waits for a decision,
+    and Open always."""
     elements: list[dict[str, Any]] = []
-    if buttons:
+    if buttons and s.kind == Suspension.Kind.INPUT:
+        if answerable(s):
+            elements.append(
+                {
+                    "type": "button",
+                    "action_id": "answer",
+                    "text": {"type": "plain_text", "text": "Answer…"},
+                    "style": "primary",
+                    "value": str(s.pk),
+                }
+            )
+    elif buttons:
         elements += [
             {
                 "type": "button",
