@@ -299,17 +299,31 @@ def check_policy_groups(specs: list[dict[str, Any]], sources: dict[str, str]) ->
 
 
 def sections_of(text: str) -> dict[str, Any]:
-    """The file's sections other apps own (SECTIONS), as written; parse() checked the YAML."""
+    """The file's sections other apps own (SECTIONS), as written; parse() checked the YAML.
+    An MCP server's entry is handed over without the agent fields (AGENT_KEYS) it may have:
+    its requests hang on an agent of its name, so those go with the agents' (agent_keys_of)."""
     data = yaml.safe_load(text)
-    return {key: data[key] for key in SECTIONS if key in data}
+    found = {key: data[key] for key in SECTIONS if key in data}
+    if isinstance(found.get("mcp_servers"), list):
+        found["mcp_servers"] = [
+            {k: v for k, v in entry.items() if k not in AGENT_KEYS}
+            if isinstance(entry, dict)
+            else entry
+            for entry in found["mcp_servers"]
+        ]
+    return found
 
 
 def agent_keys_of(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """Each agent's name and the fields other apps own (AGENT_KEYS), as written."""
+    """Each agent's name and the fields other apps own (AGENT_KEYS), as written; and each
+    MCP server's (its requests' agent is its name)."""
     data = yaml.safe_load(text)
+    servers = data.get("mcp_servers") if isinstance(data.get("mcp_servers"), list) else []
+    entries = list(data.get("agents") or []) + [
+        entry for entry in servers if isinstance(entry, dict) and isinstance(entry.get("name"), str)
+    ]
     return [
-        (spec["name"], {key: spec[key] for key in AGENT_KEYS if key in spec})
-        for spec in data.get("agents") or []
+        (spec["name"], {key: spec[key] for key in AGENT_KEYS if key in spec}) for spec in entries
     ]
 
 

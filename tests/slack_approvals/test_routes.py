@@ -3,12 +3,15 @@ the field, and dropped when the file no longer says it."""
 
 from typing import Any
 
+import mcp_types as types
 import pytest
 
 from agents.agentfiles import AgentFileError
 from agents.models import AgentDefinition
+from mcp_gateway.actions import attach_or_raise
+from mcp_gateway.models import Upstream
 from slack_approvals.models import SlackRoute
-from tests.slack_approvals.conftest import agent_file
+from tests.slack_approvals.conftest import agent_file, deliver
 
 
 class RouteTestCase:
@@ -46,3 +49,33 @@ class RouteTestCase:
         assert "agent 'payer': " + words in str(e.value)
         # All or nothing: the agent itself was not loaded either.
         assert not AgentDefinition.objects.filter(name="payer").exists()
+
+
+FILES = """
+mcp_servers:
+  - name: files
+    url: http://127.0.0.1:9/mcp
+    slack: {channel: C0FILES}
+"""
+
+
+class McpServerRouteTestCase:
+    """An MCP server's `slack:` field routes the requests its gated calls raise, as an agent's
+    does: they hang on an agent of the server's name."""
+
+    def test_a_gated_calls_request_is_posted_to_the_servers_channel(
+        self, users: dict[str, Any], load_agents: Any, slack: Any
+    ) -> None:
+        load_agents(FILES)
+        route = SlackRoute.objects.get(agent="files")
+        assert (route.channel, route.dm) == ("C0FILES", [])
+        upstream = Upstream.objects.get(name="files")  # the MCP side loaded it, field and all
+        tool = types.Tool(name="delete_file", description="Delete a file.", inputSchema={})
+        s = attach_or_raise(upstream, users["operator"], "delete_file", {"path": "/x"}, tool)
+        deliver()
+        [posted] = slack.called("chat.postMessage")
+        assert posted.body["channel"] == "C0FILES"
+        assert str(s.pk) in str(posted.body["blocks"])
+
+        load_agents(FILES.replace("    slack: {channel: C0FILES}\n", ""))
+        assert not SlackRoute.objects.filter(agent="files").exists()
