@@ -11,6 +11,7 @@ from typing import Any
 from agents import presentation
 from agents.models import Suspension
 from approvals.edits import kind_of
+from approvals.templatetags.cards import field_order
 from slack_approvals.message import escaped
 
 ANSWER = "answer"
@@ -22,13 +23,13 @@ NOT_SET = "(not set)"
 
 
 def _properties(s: Suspension) -> list[tuple[str, dict[str, Any], bool]]:
-    """(name, property, required) of the answer's schema, in the schema's order."""
+    """(name, property, required) of the answer's schema, in the card's order."""
     schema = s.tool_schema if isinstance(s.tool_schema, dict) else {}
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = set(schema.get("required") or [])
-    return [(n, p if isinstance(p, dict) else {}, n in required) for n, p in props.items()][
-        :MAX_FIELDS
-    ]
+    # In the card's order: the required, then the rest by name (PostgreSQL sorts jsonb keys).
+    names = [n for n in field_order(schema) if n in props][:MAX_FIELDS]
+    return [(n, props[n] if isinstance(props[n], dict) else {}, n in required) for n in names]
 
 
 def _form(s: Suspension) -> bool:

@@ -9,7 +9,8 @@ beat's sweep (slack_approvals.tasks.sweep), which catches whatever a nudge misse
 
 What makes a delivery: AGENT_SUSPENDED of a request whose agent has a route (SlackRoute) posts
 one message to the route's channel and one to each linked person its `dm` names; a decision,
-vote, deadline or cancellation of a request that was posted updates its messages.
+vote, deadline, extension or cancellation of a request that was posted updates its messages;
+a reminder or an escalation of it is a reply in each message's thread.
 """
 
 import logging
@@ -42,7 +43,9 @@ UPDATED = {
     Event.Type.SUSPENSION_TIMEOUT,
     Event.Type.SUSPENSION_CANCELLED,
     Event.Type.SUSPENSION_VOTED,
+    Event.Type.SUSPENSION_EXTENDED,  # the deadline the message states moved
 }
+REPLIED = {Event.Type.SUSPENSION_REMINDER, Event.Type.SUSPENSION_ESCALATED}
 
 _nudge_due = 0.0
 _nudge_lock = threading.Lock()
@@ -55,7 +58,8 @@ def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
     global _nudge_due
     if not client.enabled():
         return
-    if events is not None and not any(e.type in POSTED or e.type in UPDATED for e in events):
+    sent = POSTED | UPDATED | REPLIED
+    if events is not None and not any(e.type in sent for e in events):
         return
     now = time.monotonic()
     with _nudge_lock:
@@ -117,7 +121,9 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
     """The deliveries these events make (see the module's text)."""
     asked = {r["suspension__agent_name"] for r in rows if r["type"] in POSTED}
     routes = {r.agent: r for r in SlackRoute.objects.filter(agent__in=asked)} if asked else {}
-    decided = {r["suspension_id"] for r in rows if r["type"] in UPDATED and r["suspension_id"]}
+    decided = {
+        r["suspension_id"] for r in rows if r["type"] in UPDATED | REPLIED and r["suspension_id"]
+    }
     # A request is updated when it was posted: a POST delivery was made for it, earlier or in
     # this same batch.
     posted = set(
@@ -156,6 +162,15 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
                     event_id=r["id"],
                     suspension_id=r["suspension_id"],
                     action=SlackDelivery.Action.UPDATE,
+                    **common,
+                )
+            )
+        elif r["type"] in REPLIED and r["suspension_id"] in posted:
+            made.append(
+                SlackDelivery(
+                    event_id=r["id"],
+                    suspension_id=r["suspension_id"],
+                    action=SlackDelivery.Action.REPLY,
                     **common,
                 )
             )

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agents import policy, presentation
-from agents.models import Suspension
+from agents.models import Event, Suspension
 from approvals import excerpt
 from approvals.templatetags.visible import CONTROL, code_point
 
@@ -91,6 +91,19 @@ def outcome(s: Suspension) -> str:
     if s.status == S.CANCELLED:
         return "Cancelled: the run no longer waits for it"
     return ""
+
+
+def reply(s: Suspension, event: Event, now: datetime) -> str:
+    """A reminder or an escalation, as a reply in the message's thread: "Reminder 1 of 2:
+    decide by 14:02 UTC (12 min left); then it is rejected automatically"."""
+    p = event.payload or {}
+    left = deadline(s, now)
+    left = left[:1].lower() + left[1:]
+    if event.type == Event.Type.SUSPENSION_ESCALATED:
+        to = p.get("escalate_to") or s.escalate_to
+        names = ", ".join(str(n) for n in to) if isinstance(to, list) else str(to or "")
+        return f"Escalated to {escaped(names, limit=500)}: {left}"
+    return f"Reminder {int(p.get('reminder') or 0)} of {int(p.get('of') or 0)}: {left}"
 
 
 def votes(s: Suspension) -> str:

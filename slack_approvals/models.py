@@ -61,6 +61,7 @@ class SlackDelivery(models.Model):
     class Action(models.TextChoices):
         POST = "post"  # chat.postMessage, once per request and place
         UPDATE = "update"  # chat.update of the messages already posted
+        REPLY = "reply"  # a reminder or an escalation, in each message's thread
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -83,6 +84,8 @@ class SlackDelivery(models.Model):
     last_error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A reply's conversations answered so far: an attempt after a failure skips them.
+    replied_in = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-id"]

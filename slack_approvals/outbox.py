@@ -17,7 +17,7 @@ from django.db.models import F
 from django.utils import timezone
 from slack_sdk.errors import SlackApiError
 
-from agents.models import Suspension
+from agents.models import Event, Suspension
 from gateway.celery import app
 from slack_approvals import client, message
 from slack_approvals.models import SlackAttempt, SlackDelivery, SlackLink, SlackMessage
@@ -142,6 +142,9 @@ def perform(delivery: SlackDelivery, now: datetime) -> None:
         )
         return
     posted = list(SlackMessage.objects.filter(suspension=suspension))
+    if delivery.action == SlackDelivery.Action.REPLY and posted:
+        _reply(web, delivery, suspension, posted, now)
+        return
     if not posted:
         if SlackDelivery.objects.filter(
             suspension=suspension, action=SlackDelivery.Action.POST, status=Status.PENDING
@@ -150,6 +153,29 @@ def perform(delivery: SlackDelivery, now: datetime) -> None:
         return  # every post failed: there is nothing to update
     for m in posted:
         web.chat_update(channel=m.channel, ts=m.ts, text=text, blocks=blocks)
+
+
+def _reply(
+    web: client.WebClient,
+    delivery: SlackDelivery,
+    suspension: Suspension,
+    posted: list[SlackMessage],
+    now: datetime,
+) -> None:
+    """A reminder or an escalation, in the thread of each message of the request that waits
+    still (once decided, its message says so and a reminder would only be noise). Each
+    conversation answered is kept on the delivery, so a retry after a failure sends no reply
+    twice."""
+    if suspension.status != Suspension.Status.PENDING:
+        return
+    event = Event.objects.get(pk=delivery.event_id)
+    text = message.reply(suspension, event, now)
+    for m in posted:
+        if m.channel in delivery.replied_in:
+            continue
+        web.chat_postMessage(channel=m.channel, thread_ts=m.ts, text=text)
+        delivery.replied_in = [*delivery.replied_in, m.channel]
+        delivery.save(update_fields=["replied_in"])
 
 
 def _direct_conversation(web: client.WebClient, username: str) -> str:

@@ -121,7 +121,6 @@ class SessionsTestCase:
         # The abandoned session is not given to the next call: it opened one of its own.
         assert self.wire.methods.count("initialize") == 2, self.wire.methods
 
-
     def test_a_session_idle_too_long_is_closed(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(sessions, "IDLE_SECONDS", 0.5)
 

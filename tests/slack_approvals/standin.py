@@ -42,6 +42,8 @@ class SlackStandIn:
     calls: list[Call] = field(default_factory=list)
     # (channel, ts) -> the message as it stands: text, blocks, ts, channel.
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # (channel, the message's ts) -> the replies in its thread, in order
+    replies: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     # Slack user id -> users.info's `user` object.
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
@@ -155,6 +157,12 @@ class SlackStandIn:
             if not channel:
                 return 200, {"ok": False, "error": "channel_not_found"}
             message = {"type": "message", "text": body.get("text", ""), "blocks": blocks, "ts": ts}
+            parent = body.get("thread_ts")
+            if parent:  # a reply, in the thread of a message of the channel's
+                if (channel, parent) not in self.messages:
+                    return 200, {"ok": False, "error": "thread_not_found"}
+                self.replies.setdefault((channel, parent), []).append(message)
+                return 200, {"ok": True, "channel": channel, "ts": ts, "message": message}
             self.messages[(channel, ts)] = {**message, "channel": channel}
             return 200, {"ok": True, "channel": channel, "ts": ts, "message": message}
         if method == "chat.update":

@@ -122,8 +122,8 @@ class AnswerTestCase:
         assert [(f["label"]["text"], f["element"]["type"], f["optional"]) for f in fields] == [
             ("Name", "plain_text_input", False),
             ("copies", "number_input", True),
-            ("size", "static_select", True),
             ("overwrite", "static_select", True),
+            ("size", "static_select", True),
         ]
         assert fields[0]["hint"]["text"] == "The note's name"
 
@@ -135,8 +135,8 @@ class AnswerTestCase:
         values = {
             "field:0": typed("minutes"),
             "field:1": typed("2"),
-            "field:2": chosen(view, "field:2", "large"),
-            "field:3": chosen(view, "field:3", "false"),
+            "field:2": chosen(view, "field:2", "false"),
+            "field:3": chosen(view, "field:3", "large"),
         }
         assert submit(view, "U0ALICE", values).status_code == 200
         self.s.refresh_from_db()
