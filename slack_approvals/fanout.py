@@ -28,7 +28,7 @@ from django.utils import timezone
 from agents.cursor import page_cursor, settled_read
 from agents.models import Event
 from gateway.celery import app
-from slack_approvals import client, outbox
+from slack_approvals import client, outbox, routes
 from slack_approvals.models import SlackCursor, SlackDelivery, SlackLink, SlackRoute
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,14 @@ def _read(after: int) -> list[dict[str, Any]]:
     return list(
         Event.objects.filter(id__gt=after)
         .order_by("id")
-        .values("id", "type", "suspension_id", "created_at", "suspension__agent_name")[:BATCH]
+        .values(
+            "id",
+            "type",
+            "suspension_id",
+            "created_at",
+            "suspension__agent_name",
+            "suspension__tool_name",
+        )[:BATCH]
     )
 
 
@@ -120,7 +127,7 @@ def linked_names(names: list[str]) -> list[str]:
 def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDelivery]:
     """The deliveries these events make (see the module's text)."""
     asked = {r["suspension__agent_name"] for r in rows if r["type"] in POSTED}
-    routes = {r.agent: r for r in SlackRoute.objects.filter(agent__in=asked)} if asked else {}
+    by_agent = {r.agent: r for r in SlackRoute.objects.filter(agent__in=asked)} if asked else {}
     decided = {
         r["suspension_id"] for r in rows if r["type"] in UPDATED | REPLIED and r["suspension_id"]
     }
@@ -136,11 +143,12 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
     common = {"next_attempt_at": now}
     for r in rows:
         if r["type"] in POSTED and r["suspension_id"]:
-            route = routes.get(r["suspension__agent_name"])
+            route = by_agent.get(r["suspension__agent_name"])
             if route is None:
                 continue
-            places = [{"channel": route.channel}] if route.channel else []
-            places += [{"dm_user": name} for name in linked_names(route.dm)]
+            channel, dm = routes.places(route, r["suspension__tool_name"])
+            places = [{"channel": channel}] if channel else []
+            places += [{"dm_user": name} for name in linked_names(dm)]
             for place in places:
                 made.append(
                     SlackDelivery(

@@ -10,12 +10,15 @@ from agents.models import Event, Suspension
 
 
 class SlackRoute(models.Model):
-    """An agent file's `slack:` for one agent: a channel, people to message directly, or both."""
+    """An agent file's `slack:` for one agent (or MCP server): a channel, people to message
+    directly, or both; and its tools' own, under tool_overrides."""
 
     agent = models.CharField(max_length=100, primary_key=True)
     channel = models.CharField(max_length=100, blank=True)
     # Gateway user names or group names; each user with a SlackLink gets a direct message.
     dm = models.JSONField(default=list, blank=True)
+    # Per tool, in place of the agent's: {tool: {"channel": ..., "dm": [...]}} (tool_overrides).
+    tools = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=500, blank=True)  # the agent file that said it
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,6 +1,8 @@
 """Where an agent's requests go in Slack: the `slack:` field of an agent file.
 
     slack: {channel: C0123ABCD, dm: [dana, finance-reviewers]}
+    tool_overrides:
+      transfer_funds: {slack: {channel: C0PAYMENTS}}   # this tool's requests go here instead
 
 `channel` is a Slack conversation id; `dm` lists gateway user names and group names, whose
 members with a linked Slack account (SlackLink) get a direct message. The field is checked and
@@ -28,11 +30,31 @@ def store_routes(
     """agents.agentfiles.sections_loaded: each loaded agent's route, created, changed or
     dropped."""
     for source, name, keys in agents or []:
-        if "slack" not in keys:
+        tools = {
+            tool: check(owned["slack"], f"{source}: '{name}': tool_overrides.{tool}.slack")
+            for tool, owned in (keys.get("tool_overrides") or {}).items()
+            if "slack" in owned
+        }
+        if "slack" not in keys and not tools:
             SlackRoute.objects.filter(agent=name).delete()
             continue
-        fields = check(keys["slack"], f"{source}: agent '{name}': slack")
-        SlackRoute.objects.update_or_create(agent=name, defaults={**fields, "source": source})
+        fields = (
+            check(keys["slack"], f"{source}: agent '{name}': slack")
+            if "slack" in keys
+            else {"channel": "", "dm": []}
+        )
+        SlackRoute.objects.update_or_create(
+            agent=name, defaults={**fields, "tools": tools, "source": source}
+        )
+
+
+def places(route: SlackRoute, tool: str) -> tuple[str, list[str]]:
+    """(channel, dm names) a request for `tool` goes to: the tool's own route, else the
+    agent's."""
+    own = (route.tools or {}).get(tool)
+    if own:
+        return own.get("channel", ""), list(own.get("dm") or [])
+    return route.channel, list(route.dm or [])
 
 
 def check(spec: Any, where: str) -> dict[str, Any]:

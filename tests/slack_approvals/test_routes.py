@@ -11,7 +11,7 @@ from agents.models import AgentDefinition
 from mcp_gateway.actions import attach_or_raise
 from mcp_gateway.models import Upstream
 from slack_approvals.models import SlackRoute
-from tests.slack_approvals.conftest import agent_file, deliver
+from tests.slack_approvals.conftest import agent_file, deliver, raise_request
 
 
 class RouteTestCase:
@@ -79,3 +79,74 @@ class McpServerRouteTestCase:
 
         load_agents(FILES.replace("    slack: {channel: C0FILES}\n", ""))
         assert not SlackRoute.objects.filter(agent="files").exists()
+
+
+class ToolRouteTestCase:
+    """`slack:` under tool_overrides: that tool's requests go there instead of the agent's
+    route; for an agent and for an MCP server."""
+
+    def test_a_tools_route_takes_its_requests(
+        self, users: dict[str, Any], load_agents: Any, slack: Any
+    ) -> None:
+        load_agents(
+            agent_file().replace(
+                "    slack: {channel: C0PAYMENTS}\n",
+                "    slack: {channel: C0PAYMENTS}\n"
+                "    tool_overrides:\n"
+                "      transfer_funds: {timeout: 900, slack: {channel: C0TREASURY}}\n",
+            )
+        )
+        route = SlackRoute.objects.get(agent="payer")
+        assert route.tools == {"transfer_funds": {"channel": "C0TREASURY", "dm": []}}
+        # The agent's own override is loaded as ever, without the field.
+        assert AgentDefinition.objects.get(name="payer").tool_overrides == {
+            "transfer_funds": {"timeout": 900}
+        }
+        raise_request()
+        deliver()
+        [posted] = slack.called("chat.postMessage")
+        assert posted.body["channel"] == "C0TREASURY"
+
+    def test_an_mcp_servers_tool_route_alone_makes_a_route(
+        self, users: dict[str, Any], load_agents: Any, slack: Any
+    ) -> None:
+        load_agents(
+            FILES.replace(
+                "    slack: {channel: C0FILES}\n",
+                "    tool_overrides:\n      delete_file: {slack: {channel: C0DELETES}}\n",
+            )
+        )
+        assert Upstream.objects.get(name="files").tool_overrides == {"delete_file": {}}
+        route = SlackRoute.objects.get(agent="files")
+        assert (route.channel, route.tools) == (
+            "",
+            {"delete_file": {"channel": "C0DELETES", "dm": []}},
+        )
+        tool = types.Tool(name="delete_file", description="Delete a file.", inputSchema={})
+        attach_or_raise(
+            Upstream.objects.get(name="files"),
+            users["operator"],
+            "delete_file",
+            {"path": "/x"},
+            tool,
+        )
+        other = types.Tool(name="read_note", description="Read.", inputSchema={})
+        attach_or_raise(
+            Upstream.objects.get(name="files"), users["operator"], "read_note", {"name": "n"}, other
+        )
+        deliver()
+        # Only the routed tool's request is posted: the server itself has no route.
+        assert [c.body["channel"] for c in slack.called("chat.postMessage")] == ["C0DELETES"]
+
+    def test_a_bad_tool_route_fails_the_load_naming_the_field(
+        self, users: dict[str, Any], load_agents: Any
+    ) -> None:
+        with pytest.raises(
+            AgentFileError, match=r"tool_overrides.transfer_funds.slack.channel: 'x'"
+        ):
+            load_agents(
+                agent_file().replace(
+                    "    slack: {channel: C0PAYMENTS}\n",
+                    "    tool_overrides:\n      transfer_funds: {slack: {channel: x}}\n",
+                )
+            )
