@@ -77,6 +77,7 @@ def rejection(view: dict[str, Any], reasons: list[str]) -> dict[str, Any]:
     return {"approved": False, "reason": reason}
 
 
-def errors(refusal: str) -> dict[str, Any]:
-    """Slack's answer that keeps the modal open with the refusal under the reason's field."""
-    return {"response_action": "errors", "errors": {REASON: refusal[:2000]}}
+def errors(refusal: str) -> dict[str, str]:
+    """The errors that keep the modal open (Slack's response_action "errors") with the refusal
+    under the reason's field."""
+    return {REASON: refusal[:2000]}

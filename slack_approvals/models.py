@@ -137,7 +137,7 @@ class SlackCursor(models.Model):
 class SlackClick(models.Model):
     """A click already acted on, by its Slack trigger id: Slack sends a click again when it
     thinks the gateway missed it (X-Slack-Retry-Num), and a retry never decides twice
-    (slack_approvals.interactions). Written in the decision's transaction."""
+    (slack_approvals.clicks). Written in the decision's transaction."""
 
     trigger_id = models.CharField(max_length=200, primary_key=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -184,6 +184,42 @@ class InteractionTestCase:
         settings.SLACK_SIGNING_SECRET = ""
         assert click(s, "U0ALICE").status_code == 404
 
+    @pytest.mark.parametrize("action", ["open", "a-button-of-a-later-version"])
+    def test_the_open_link_or_an_unknown_button_is_acked_and_changes_nothing(
+        self, action: str
+    ) -> None:
+        s = raise_request()
+        answer = click(s, "U0ALICE", action=action)
+        assert (answer.status_code, answer.content) == (200, b"")
+        s.refresh_from_db()
+        assert s.status == "pending" and self.decided(s) == []
+        assert self.told() == [] and self.slack.views == []
+
+    def test_an_unknown_modal_closes_and_changes_nothing(self) -> None:
+        s = raise_request()
+        view = {"type": "modal", "callback_id": "a-later-modal", "private_metadata": str(s.pk)}
+        answer = self.submit(view, "U0ALICE", typed="no")
+        assert (answer.status_code, answer.content) == (200, b"")
+        s.refresh_from_db()
+        assert s.status == "pending" and self.decided(s) == []
+
+    def test_a_click_decides_while_slacks_web_api_is_unreachable(self, settings: Any) -> None:
+        s = raise_request()
+        settings.SLACK_API_URL = "http://127.0.0.1:1/api/"  # nothing listens there
+        assert click(s, "U0ALICE").status_code == 200
+        s.refresh_from_db()
+        assert (s.status, s.decided_by_name) == ("approved", "alice")
+
+    @pytest.mark.parametrize("body", [b"payload=%7Bnot-json", b"payload=\xff"])
+    def test_a_body_that_is_not_slacks_form_answers_400(self, body: bytes) -> None:
+        answer = Client().post(
+            URL,
+            body,
+            content_type="application/x-www-form-urlencoded",
+            headers={"X-Slack-Request-Timestamp": str(int(time.time()))},
+        )
+        assert answer.status_code == 400
+
     def submit(
         self, view: dict[str, Any], slack_user: str, preset: str = "", typed: str = ""
     ) -> Any:
