@@ -96,6 +96,7 @@ def _read(after: int) -> list[dict[str, Any]]:
             "created_at",
             "suspension__agent_name",
             "suspension__tool_name",
+            "suspension__group",
         )[:BATCH]
     )
 
@@ -125,26 +126,28 @@ def linked_names(names: list[str]) -> list[str]:
 
 
 def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDelivery]:
-    """The deliveries these events make (see the module's text)."""
+    """The deliveries these events make (see the module's text). The calls an agent made
+    together (a group) share one message: its first request is posted, and a change of any
+    of them updates it (slack_approvals.group_message)."""
     asked = {r["suspension__agent_name"] for r in rows if r["type"] in POSTED}
     by_agent = {r.agent: r for r in SlackRoute.objects.filter(agent__in=asked)} if asked else {}
-    decided = {
-        r["suspension_id"] for r in rows if r["type"] in UPDATED | REPLIED and r["suspension_id"]
-    }
-    # A request is updated when it was posted: a POST delivery was made for it, earlier or in
-    # this same batch.
+    touched = {r["suspension__group"] for r in rows if r["suspension_id"]}
+    # A group is updated when it was posted: a POST delivery was made for one of its requests,
+    # earlier or in this same batch.
     posted = set(
         SlackDelivery.objects.filter(
-            suspension_id__in=decided, action=SlackDelivery.Action.POST
-        ).values_list("suspension_id", flat=True)
+            suspension__group__in=touched, action=SlackDelivery.Action.POST
+        ).values_list("suspension__group", flat=True)
     )
     made: list[SlackDelivery] = []
     updated: set[Any] = set()
+    replied: set[tuple[Any, int]] = set()
     common = {"next_attempt_at": now}
     for r in rows:
+        group = r["suspension__group"]
         if r["type"] in POSTED and r["suspension_id"]:
             route = by_agent.get(r["suspension__agent_name"])
-            if route is None:
+            if route is None or group in posted:
                 continue
             channel, dm = routes.places(route, r["suspension__tool_name"])
             places = [{"channel": channel}] if channel else []
@@ -160,11 +163,11 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
                     )
                 )
             if places:
-                posted.add(r["suspension_id"])
-        elif r["type"] in UPDATED and r["suspension_id"] in posted - updated:
-            # One update per request and batch: it shows the request as it is when sent
+                posted.add(group)
+        elif r["type"] in UPDATED and group in posted - updated:
+            # One update per group and batch: it shows the requests as they are when sent
             # (a quorum's last vote and its decision are one update).
-            updated.add(r["suspension_id"])
+            updated.add(group)
             made.append(
                 SlackDelivery(
                     event_id=r["id"],
@@ -173,7 +176,9 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
                     **common,
                 )
             )
-        elif r["type"] in REPLIED and r["suspension_id"] in posted:
+        elif r["type"] in REPLIED and group in posted and (group, r["type"]) not in replied:
+            # The calls of a group are reminded together: one reply for them.
+            replied.add((group, r["type"]))
             made.append(
                 SlackDelivery(
                     event_id=r["id"],

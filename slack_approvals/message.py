@@ -136,12 +136,12 @@ def compose(s: Suspension, now: datetime | None = None) -> tuple[str, list[dict[
     done = outcome(s)
     if done:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"*{done}*"}})
-        blocks.append(_actions(s, buttons=False))
+        blocks.append(actions(s, buttons=False))
         return f"{done}: {summary}", blocks
     count = votes(s)
     line = deadline(s, now) + (f" · {count}" if count else "")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": line}]})
-    blocks.append(_actions(s, buttons=True))
+    blocks.append(actions(s, buttons=True))
     return text, blocks
 
 
@@ -151,7 +151,7 @@ def answerable(s: Suspension) -> bool:
     return s.kind == Suspension.Kind.INPUT and presentation.payload(s)["answer"] != "url"
 
 
-def _actions(s: Suspension, buttons: bool) -> dict[str, Any]:
+def actions(s: Suspension, buttons: bool) -> dict[str, Any]:
     """Approve and Reject… (Answer… for a question) while the request waits for a decision,
     and Open always."""
     elements: list[dict[str, Any]] = []

@@ -19,7 +19,7 @@ from slack_sdk.errors import SlackApiError
 
 from agents.models import Event, Suspension
 from gateway.celery import app
-from slack_approvals import client, message
+from slack_approvals import client, group_message, message
 from slack_approvals.models import SlackAttempt, SlackDelivery, SlackLink, SlackMessage
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ def perform(delivery: SlackDelivery, now: datetime) -> None:
     """The Web API calls of one delivery; raises on a failure."""
     suspension = Suspension.objects.select_related("thread").get(pk=delivery.suspension_id)
     web = client.web_client()
-    text, blocks = message.compose(suspension, now)
+    text, blocks = group_message.compose(suspension, now)
     if delivery.action == SlackDelivery.Action.POST:
         channel = delivery.channel or _direct_conversation(web, delivery.dm_user)
         if (
@@ -137,9 +137,11 @@ def perform(delivery: SlackDelivery, now: datetime) -> None:
         ):
             return  # nobody to write to any more, or posted by an attempt that died after
         answer = web.chat_postMessage(channel=channel, text=text, blocks=blocks)
-        SlackMessage.objects.get_or_create(
-            suspension=suspension, channel=answer["channel"], defaults={"ts": answer["ts"]}
-        )
+        # One message for the calls made together: each of them knows it, to update it.
+        for member in group_message.members(suspension):
+            SlackMessage.objects.get_or_create(
+                suspension=member, channel=answer["channel"], defaults={"ts": answer["ts"]}
+            )
         return
     posted = list(SlackMessage.objects.filter(suspension=suspension))
     if delivery.action == SlackDelivery.Action.REPLY and posted:

@@ -84,3 +84,30 @@ def test_a_reader_is_not_held_back_by_its_own_transaction() -> None:
     with transaction.atomic():
         mine = Event.objects.create(type="AGENT_MESSAGE", payload={})
         assert gap_horizon() >= mine.id
+
+
+def test_another_databases_writers_do_not_hold_the_horizon_back() -> None:
+    """pg_locks lists the whole cluster's locks: a writer of another database (another gateway
+    on the same server, another test run) registers with its own sequence's value, which says
+    nothing of this database's ids. Seen in CI as Slack's fan-out stalling behind a gap."""
+    from agents.cursor import WRITER_LOCK_BASE
+
+    writer = other_connection()
+    writer.execute(INSERT).fetchone()
+    writer.commit()
+    s = connection.settings_dict
+    elsewhere = psycopg.connect(
+        host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"], dbname="postgres"
+    )
+    try:
+        # A writer of that database registered at a low value of its own sequence.
+        elsewhere.execute("SELECT pg_advisory_xact_lock_shared(%s)", [WRITER_LOCK_BASE + 1])
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_sequence_last_value(pg_get_serial_sequence('agents_event', 'id'))"
+            )
+            last = cursor.fetchone()[0]
+        assert last > 1 and gap_horizon() == last
+    finally:
+        elsewhere.close()
+        writer.close()
