@@ -38,7 +38,7 @@ from access import ratelimits
 from agents import presentation
 from approvals.api.decisions import decide_one
 from approvals.api.suspensions import suspension_or_none
-from slack_approvals import answers, client, links, message, modals
+from slack_approvals import answers, client, connect, links, message, modals
 from slack_approvals.models import SlackClick
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,9 @@ def interactions(request: HttpRequest) -> HttpResponse:
                 _open(payload, str(action.get("value") or ""), modals.reject_view)
             elif action.get("action_id") == answers.ANSWER:
                 _open(payload, str(action.get("value") or ""), answers.answer_view)
+            elif action.get("action_id") == connect.CONFIRM:
+                if refusal := connect.confirm(payload, str(action.get("value") or "")):
+                    _tell(payload, refusal)
     elif payload.get("type") == "view_submission":
         view = payload.get("view") or {}
         if view.get("callback_id") == modals.REJECT:
