@@ -36,12 +36,19 @@ from infra.answers import error
 
 RUNS = "runs"  # starting a run: POST /api/threads, A2A SendMessage of a new task
 DECISIONS = "decisions"  # resumeExecution, each POST /api/decisions item, A2A decisions, answers
+SLACK_CONNECT = "slack_connect"  # the Slack page's direct message asking to link (a person's)
 REDIS_PREFIX = "gateway-limits"
 
 # What each kind is called in answers, and its settings: per token, per user.
 KINDS = {
     RUNS: ("start runs", "RATE_LIMIT_RUNS", "RATE_LIMIT_USER_RUNS"),
     DECISIONS: ("decide", "RATE_LIMIT_DECISIONS", "RATE_LIMIT_USER_DECISIONS"),
+    # Asked from a page, never with a token: the one setting counts per user.
+    SLACK_CONNECT: (
+        "ask Slack to link an account",
+        "RATE_LIMIT_SLACK_CONNECT",
+        "RATE_LIMIT_SLACK_CONNECT",
+    ),
 }
 
 

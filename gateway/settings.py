@@ -179,6 +179,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "approvals.limits.limits",
+                "slack_approvals.views.navigation",
             ],
         },
     },
@@ -484,6 +485,9 @@ RATE_LIMIT_RUNS = envrate("RATE_LIMIT_RUNS", "120/minute")  # runs one token may
 RATE_LIMIT_USER_RUNS = envrate("RATE_LIMIT_USER_RUNS", "600/minute")  # one user, all tokens
 RATE_LIMIT_DECISIONS = envrate("RATE_LIMIT_DECISIONS", "120/minute")  # decisions of one token
 RATE_LIMIT_USER_DECISIONS = envrate("RATE_LIMIT_USER_DECISIONS", "600/minute")  # of one user
+# Direct messages one user may have Slack send to link an account (slack_approvals.connect):
+# each goes to a Slack member id they typed, so it is kept low.
+RATE_LIMIT_SLACK_CONNECT = envrate("RATE_LIMIT_SLACK_CONNECT", "5/hour")
 # Requests of one agent waiting for a person (and its runs still working) past which no run
 # of it starts; 0: no cap.
 MAX_PENDING_PER_AGENT = envint("MAX_PENDING_PER_AGENT", 1000)

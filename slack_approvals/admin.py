@@ -1,6 +1,6 @@
-"""Slack in the admin: who is linked to which Slack account (made and removed here until the
-reviewers' own "Connect Slack" step exists), the routes agent files set, and the delivery log
-with each attempt, read only."""
+"""Slack in the admin: who is linked to which Slack account (reviewers link themselves on the
+Slack page, slack_approvals.connect; an admin may still add or remove a link here), the routes
+agent files set, and the delivery log with each attempt, read only."""
 
 from django.contrib import admin
 

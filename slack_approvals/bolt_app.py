@@ -35,7 +35,7 @@ from slack_sdk import WebClient
 
 from agents import presentation
 from approvals.api.suspensions import suspension_or_none
-from slack_approvals import answers, clicks, modals
+from slack_approvals import answers, clicks, connect, modals
 from slack_approvals.client import CLICK_TIMEOUT, web_client
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,14 @@ def answer(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebCl
     """Answer…: the modal asking the answer (slack_approvals.answers)."""
     ack()
     clicks.open_modal(client, body, _value(action), answers.answer_view)
+
+
+def confirm_link(ack: Ack, body: dict[str, Any], action: dict[str, Any], client: WebClient) -> None:
+    """ "Yes, link my account" in the Connect Slack message (slack_approvals.connect)."""
+    ack()
+    refusal = connect.confirm(body, _value(action))
+    if refusal:
+        clicks.tell(client, body, refusal)
 
 
 def nothing(ack: Ack) -> None:
@@ -107,6 +115,7 @@ ACTIONS: dict[str, Callable[..., None]] = {
     "approve": approve,
     "reject": reject,
     answers.ANSWER: answer,
+    connect.CONFIRM: confirm_link,
     "open": nothing,
 }
 VIEWS: dict[str, Callable[..., None]] = {modals.REJECT: rejected, answers.ANSWER: answered}

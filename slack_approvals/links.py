@@ -1,6 +1,8 @@
 """Which gateway user a Slack user acts as: their SlackLink, or, with SLACK_LINK_BY_EMAIL on,
 the one active gateway user whose email matches the Slack account's confirmed email exactly
-(then linked for good)."""
+(then linked for good). Making and removing a link is audited here (SLACK_LINKED,
+SLACK_UNLINKED), whichever way it came: the Connect step (slack_approvals.connect), the
+reviewer's own page, or an email."""
 
 import logging
 from typing import Any
@@ -8,12 +10,21 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import TextChoices
 from slack_sdk.errors import SlackApiError
 
+from agents import events
 from slack_approvals import client
 from slack_approvals.models import SlackLink
 
 log = logging.getLogger(__name__)
+
+
+class Notice(TextChoices):
+    """The Event types this module records (agents.models.Event.type holds any string)."""
+
+    LINKED = "SLACK_LINKED"
+    UNLINKED = "SLACK_UNLINKED"
 
 
 def user_for(slack_user_id: str) -> Any:
@@ -40,9 +51,33 @@ def _link_by_email(slack_user_id: str) -> Any:
     if len(matches) != 1 or matches[0].email != email:
         return None  # none, several, or not exactly the same address: no guess
     try:
-        with transaction.atomic():
-            SlackLink.objects.create(user=matches[0], slack_user_id=slack_user_id)
+        link(matches[0], slack_user_id, via="email")
     except IntegrityError:
         return None  # the user is linked to another Slack account already
     log.info("Slack: linked %s to %s by email", slack_user_id, matches[0].get_username())
     return matches[0]
+
+
+def link(user: Any, slack_user_id: str, via: str) -> SlackLink:
+    """Link `user` to the Slack account, with its audit event, in one transaction; raises
+    IntegrityError when either is linked already (SlackLink's unique columns say so)."""
+    with transaction.atomic():
+        made = SlackLink.objects.create(user=user, slack_user_id=slack_user_id)
+        events.record(Notice.LINKED, actor=user, payload=_audit(user, slack_user_id, via))
+    return made
+
+
+def unlink(user: Any, via: str) -> bool:
+    """Remove `user`'s link, with its audit event; False when there was none."""
+    with transaction.atomic():
+        found = SlackLink.objects.select_for_update().filter(user=user).first()
+        if found is None:
+            return False
+        found.delete()
+        payload = _audit(user, found.slack_user_id, via)
+        events.record(Notice.UNLINKED, actor=user, payload=payload)
+    return True
+
+
+def _audit(user: Any, slack_user_id: str, via: str) -> dict[str, str]:
+    return {"user": user.get_username(), "slack_user_id": slack_user_id, "via": via}

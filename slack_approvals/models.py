@@ -1,6 +1,7 @@
 """Slack's rows: where an agent's requests go (SlackRoute), which Slack user is which gateway
-user (SlackLink), the messages posted (SlackMessage), and the delivery log of every post and
-update with its attempts, read from the Event table after a cursor of this app's own."""
+user (SlackLink) and the reviewers' requests to be linked (SlackLinkRequest), the messages
+posted (SlackMessage), and the delivery log of every post and update with its attempts, read
+from the Event table after a cursor of this app's own."""
 
 from django.conf import settings
 from django.db import models
@@ -35,6 +36,25 @@ class SlackLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} = {self.slack_user_id}"
+
+
+class SlackLinkRequest(models.Model):
+    """A reviewer's "Connect Slack" step waiting for the Slack side: the direct message sent to
+    `slack_user_id` carries a one-time token whose SHA-256 alone is kept here; its button,
+    clicked by that Slack user before `expires_at`, links them (slack_approvals.connect)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, related_name="+")
+    slack_user_id = models.CharField(max_length=50)
+    token_hash = models.CharField(max_length=64, unique=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    # The direct message Slack answered with, updated once the link is made.
+    channel = models.CharField(max_length=100, blank=True)
+    ts = models.CharField(max_length=50, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.slack_user_id}?"
 
 
 class SlackMessage(models.Model):
