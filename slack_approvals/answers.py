@@ -13,6 +13,7 @@ from agents.models import Suspension
 from approvals.edits import kind_of
 from approvals.templatetags.cards import field_order
 from slack_approvals.message import escaped
+from slack_approvals.modals import modal
 
 ANSWER = "answer"
 TEXT, TEXT_ACTION = "text", "answer_text"
@@ -102,15 +103,7 @@ def answer_view(s: Suspension) -> dict[str, Any]:
                 },
             }
         )
-    return {
-        "type": "modal",
-        "callback_id": ANSWER,
-        "private_metadata": str(s.pk),
-        "title": {"type": "plain_text", "text": "Answer the question"},
-        "submit": {"type": "plain_text", "text": "Send"},
-        "close": {"type": "plain_text", "text": "Cancel"},
-        "blocks": blocks,
-    }
+    return modal(ANSWER, s, "Answer the question", "Send", blocks)
 
 
 def _read(p: dict[str, Any], state: dict[str, Any]) -> tuple[Any, str]:

@@ -54,12 +54,19 @@ def reject_view(s: Suspension) -> dict[str, Any]:
             },
         }
     )
+    return modal(REJECT, s, "Reject the request", "Reject", blocks)
+
+
+def modal(
+    callback_id: str, s: Suspension, title: str, submit: str, blocks: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A modal about request `s`, whose id travels as the view's private_metadata."""
     return {
         "type": "modal",
-        "callback_id": REJECT,
+        "callback_id": callback_id,
         "private_metadata": str(s.pk),
-        "title": {"type": "plain_text", "text": "Reject the request"},
-        "submit": {"type": "plain_text", "text": "Reject"},
+        "title": {"type": "plain_text", "text": title},
+        "submit": {"type": "plain_text", "text": submit},
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": blocks,
     }

@@ -31,6 +31,19 @@ def interactivity_path() -> str:
     return "/" + manifest["settings"]["interactivity"]["request_url"].split("/", 3)[3]
 
 
+def press(channel: str, action_id: str, value: str) -> Any:
+    """dana's press of a button in `channel`, as Slack signs and sends it."""
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U0DANA"},
+        "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "channel": {"id": channel},
+        "container": {"type": "message", "channel_id": channel, "message_ts": "1.1"},
+        "actions": [{"action_id": action_id, "value": value, "type": "button"}],
+    }
+    return signed_post(payload)
+
+
 class WalkthroughTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], slack: SlackStandIn) -> None:
@@ -82,16 +95,8 @@ class WalkthroughTestCase:
         [button] = blocks[1]["elements"]
         assert button["text"]["text"] == "Yes, link my account"
         assert "Check Slack" in browser.get("/slack/connect").content.decode()
-        press = {
-            "type": "block_actions",
-            "user": {"id": "U0DANA"},
-            "trigger_id": f"trigger-{time.monotonic_ns()}",
-            "channel": {"id": "D0DANA"},
-            "container": {"type": "message", "channel_id": "D0DANA", "message_ts": "1.000001"},
-            "actions": [{"action_id": button["action_id"], "value": button["value"]}],
-        }
         assert interactivity_path() == "/slack/interactions"
-        assert signed_post(press).status_code == 200  # step 4
+        assert press("D0DANA", button["action_id"], button["value"]).status_code == 200  # step 4
         assert SlackLink.objects.get(slack_user_id="U0DANA").user == dana
         assert "Linked to gateway user dana" in json.dumps(list(self.slack.messages.values()))
         assert "Unlink" in browser.get("/slack/connect").content.decode()
@@ -115,15 +120,7 @@ class WalkthroughTestCase:
         assert '"Approve"' in shown and '"Reject\\u2026"' in shown and '"Open"' in shown
 
         # "What the message shows" → Approve, pressed by dana in the channel.
-        click = {
-            "type": "block_actions",
-            "user": {"id": "U0DANA"},
-            "trigger_id": f"trigger-{time.monotonic_ns()}",
-            "channel": {"id": "C0123ABCD"},
-            "container": {"type": "message", "channel_id": "C0123ABCD", "message_ts": "1.1"},
-            "actions": [{"action_id": "approve", "value": str(s.pk), "type": "button"}],
-        }
-        assert signed_post(click).status_code == 200
+        assert press("C0123ABCD", "approve", str(s.pk)).status_code == 200
         s.refresh_from_db()
         assert (s.status, s.decided_by_name) == ("approved", "dana")
         deliver()
