@@ -1,5 +1,6 @@
 """The Slack page (/slack/connect): a reviewer sees their link to Slack, asks for one through
-the Connect step (slack_approvals.connect), or removes it; and the navigation's Slack link."""
+the Connect step (slack_approvals.connect), or removes it; and whether the Email page links
+to it."""
 
 from typing import Any
 
@@ -15,7 +16,7 @@ DECIDE = "agents.decide_suspension"
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
-    """A context processor: the Slack page is in the navigation only while Slack is on."""
+    """A context processor: the Email page links to the Slack page only while Slack is on."""
     return {"slack_on": client.enabled()}
 
 
@@ -45,6 +46,7 @@ def connect_page(request: HttpRequest) -> HttpResponse:
         "error": error,
         "member_id": str(request.POST.get("member_id") or "")[:100] if error else "",
         "unlinked": request.GET.get("unlinked") == "1",
-        "nav": "slack",
+        # Reached from the Email page (a phone's top bar has no room for one more item).
+        "nav": "email",
     }
     return render(request, "slack_approvals/connect.html", context, status=status)

@@ -5,6 +5,7 @@ import re
 
 from a2a_server import push
 from agents.models import Event
+from slack_approvals import links as slack_links
 from tests.conftest import ROOT
 from webhooks import models as webhooks
 
@@ -13,6 +14,11 @@ class EventsPageTestCase:
     def test_it_has_a_row_for_every_event_type(self) -> None:
         text = (ROOT / "docs" / "events.md").read_text()
         rows = set(re.findall(r"^\| `([A-Z0-9_]+)` \|", text, re.M))
-        recorded = {*Event.Type.values, *webhooks.Notice.values, *push.Notice.values}
+        recorded = {
+            *Event.Type.values,
+            *webhooks.Notice.values,
+            *push.Notice.values,
+            *slack_links.Notice.values,
+        }
         assert rows == recorded
         assert f"There are {len(recorded)} event types" in text

@@ -86,8 +86,8 @@ class WalkthroughTestCase:
         # "Link reviewers' Slack accounts", steps 1 to 4, for dana.
         browser = Client()
         browser.force_login(dana)
-        home = browser.get("/").content.decode()
-        assert 'href="/slack/connect"' in home  # step 1: Slack in the navigation
+        email = browser.get("/email/").content.decode()
+        assert 'href="/slack/connect"' in email  # step 1: Email in the navigation, then the link
         assert browser.post("/slack/connect", {"member_id": "U0DANA"}).status_code == 302
         [dm] = [c.body for c in self.slack.called("chat.postMessage")]  # step 3
         assert dm["channel"] == "U0DANA" and "asked the approval gateway" in dm["text"]
