@@ -28,7 +28,7 @@ busy gateway rarely has: events waited GAP_WAIT behind every gap (bench/README.m
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.utils import timezone
@@ -131,3 +131,14 @@ def settled_read(
         horizon = gap_horizon()
         rows, stopped = contiguous(after, read(after), horizon, key)
     return rows, stopped
+
+
+def locked_position(model: Any, name: str) -> Any:
+    """A fan-out's cursor row (`model`: a name and a position), locked for this transaction.
+    A new one starts at the newest event that has surely committed: what came before the
+    fan-out first ran has nowhere to go (webhooks.fanout, slack_approvals.fanout)."""
+    row = model.objects.select_for_update().filter(name=name).first()
+    if row is None:
+        model.objects.get_or_create(name=name, defaults={"position": page_cursor()})
+        row = model.objects.select_for_update().get(name=name)
+    return row

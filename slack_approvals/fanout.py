@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from agents.cursor import page_cursor, settled_read
+from agents.cursor import locked_position, settled_read
 from agents.models import Event
 from gateway.celery import app
 from slack_approvals import client, outbox, routes
@@ -74,12 +74,9 @@ def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
 
 
 def _cursor() -> SlackCursor:
-    """The cursor row, locked for this transaction. A new one starts at the newest event that
-    has surely committed: Slack was not on before, so earlier requests are not posted."""
-    row = SlackCursor.objects.select_for_update().filter(name=CURSOR).first()
-    if row is None:
-        SlackCursor.objects.get_or_create(name=CURSOR, defaults={"position": page_cursor()})
-        row = SlackCursor.objects.select_for_update().get(name=CURSOR)
+    """The cursor row, locked for this transaction (Slack was not on before, so earlier
+    requests are not posted)."""
+    row: SlackCursor = locked_position(SlackCursor, CURSOR)
     return row
 
 

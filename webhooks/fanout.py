@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from a2a_server import notifications
 from a2a_server.models import PushNotificationConfig
-from agents.cursor import page_cursor, settled_read
+from agents.cursor import locked_position, settled_read
 from agents.models import Event
 from gateway.celery import app
 from webhooks import queue
@@ -98,12 +98,9 @@ def receivers_exist() -> bool:
 
 
 def _cursor() -> Cursor:
-    """The cursor row, locked for this transaction. A new one starts at the newest event that
-    has surely committed: events from before the fan-out ran have no receivers to go to."""
-    row = Cursor.objects.select_for_update().filter(name=CURSOR).first()
-    if row is None:
-        Cursor.objects.get_or_create(name=CURSOR, defaults={"position": page_cursor()})
-        row = Cursor.objects.select_for_update().get(name=CURSOR)
+    """The cursor row, locked for this transaction (events from before the fan-out ran have
+    no receivers to go to)."""
+    row: Cursor = locked_position(Cursor, CURSOR)
     return row
 
 
