@@ -43,10 +43,14 @@ class PressedCardTestCase:
         box = card(page, s)
         approve = box.get_by_role("button", name="Approve", exact=True)
         expect(approve).to_be_enabled()
+        # The presence bar comes with the socket's first PRESENCE message and moves the buttons:
+        # measured once it is in, and the press checked to be on Approve.
+        expect(box.get_by_role("button", name="Claim")).to_be_visible()
         at = approve.bounding_box()
         assert at is not None
         page.mouse.move(at["x"] + at["width"] / 2, at["y"] + at["height"] / 2)
         page.mouse.down()
+        assert page.evaluate("document.activeElement.dataset.action") == "approve"
 
         # Between press and release, a teammate moves the deadline: the card is asked for again
         # and comes back with a line more, which moves the buttons down.
