@@ -2,8 +2,6 @@
 
 import asyncio
 import contextlib
-import os
-import threading
 from typing import Any
 from uuid import UUID
 
@@ -175,21 +173,10 @@ def broadcast(message: dict[str, Any]) -> None:
         return
     # A worker or beat: async_to_sync would start a thread, a loop and a Redis connection for
     # every wake-up; one loop per process, kept, costs much less (bench/README.md).
-    future = asyncio.run_coroutine_threadsafe(layer.group_send(EVENTS_GROUP, message), _loop())
+    future = asyncio.run_coroutine_threadsafe(
+        layer.group_send(EVENTS_GROUP, message), aio.process_loop()
+    )
     future.result(timeout=10)
 
 
 WAKE = {"type": "events.wake"}
-_sender: tuple[int, asyncio.AbstractEventLoop] | None = None
-_sender_lock = threading.Lock()
-
-
-def _loop() -> asyncio.AbstractEventLoop:
-    """This process's loop for sending wake-ups (a forked worker child starts its own)."""
-    global _sender
-    with _sender_lock:
-        if _sender is None or _sender[0] != os.getpid():
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="wake-sender", daemon=True).start()
-            _sender = (os.getpid(), loop)
-        return _sender[1]

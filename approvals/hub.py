@@ -46,6 +46,12 @@ SAFETY_POLL = 1.0  # with a channel layer: a lost wake-up delays an event at mos
 # (bench/README.md). A missing id that never comes (a rolled-back insert) costs this much
 # delay before the read that settles it.
 CARRY_GRACE = 0.05
+# The last subscriber gone, the hub reads on this long before it stops: a process whose only
+# subscribers come and go (an MCP call held for a person, an outside agent's long poll, with
+# no reviewer's page open) would otherwise start it afresh for each (a channel joined, the
+# table read), and the wake-up of the decision such a wait is for could come before the new
+# channel hears it (bench/README.md, issue 30).
+LINGER = 30.0
 
 
 class Subscriber(Protocol):
@@ -84,9 +90,13 @@ class EventHub:
         self.live_wake = asyncio.Event()
         self.live_reads = 0
         self.clearances = Clearances()
+        self.stopping: asyncio.Task[None] | None = None  # the stop LINGER after the last left
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self.subscribers.add(subscriber)
+        if self.stopping is not None:
+            self.stopping.cancel()
+            self.stopping = None
         if not self.tasks:
             self.tasks = [
                 detached_task(self._run()),
@@ -120,9 +130,17 @@ class EventHub:
             if not watching:
                 del self.watchers[thread]
                 self.live.pop(thread, None)
-        if self.subscribers or not self.tasks:
+        if self.subscribers or not self.tasks or self.stopping is not None:
             return
-        # The last socket left: stop reading. A later socket starts the hub afresh.
+        # The last subscriber left: stop reading after LINGER, unless another comes meanwhile.
+        # A later one starts the hub afresh.
+        self.stopping = detached_task(self._stop_later())
+
+    async def _stop_later(self) -> None:
+        await asyncio.sleep(LINGER)
+        self.stopping = None
+        if self.subscribers:
+            return
         tasks, self.tasks, self.cursor = self.tasks, [], None
         for task in tasks:
             task.cancel()

@@ -5,6 +5,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -67,6 +68,36 @@ def detached_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     to start it, and with it that caller's log ids and asgiref's per-request executor, which
     the task's thread-sensitive calls would then keep using after the request has ended."""
     return asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
+
+
+_process_loop: tuple[int, asyncio.AbstractEventLoop] | None = None
+_process_loop_lock = threading.Lock()
+
+
+def process_loop() -> asyncio.AbstractEventLoop:
+    """An event loop that lives as long as this process, run in a daemon thread of its own
+    and made at first use (after a fork, the child makes its own: a thread does not cross a
+    fork). For synchronous code (a Celery task) whose coroutines keep things open between
+    calls, as connections to a server, which `asyncio.run`'s loop of one call would close."""
+    global _process_loop
+    with _process_loop_lock:
+        if _process_loop is None or _process_loop[0] != os.getpid():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="process-loop", daemon=True).start()
+            _process_loop = (os.getpid(), loop)
+        return _process_loop[1]
+
+
+def run_in_process_loop(coroutine: Coroutine[Any, Any, Any]) -> Any:
+    """Run `coroutine` on this process's lasting loop (process_loop) and wait for its result,
+    from synchronous code. Anything that stops the wait (a time limit's exception) cancels
+    it."""
+    future = asyncio.run_coroutine_threadsafe(coroutine, process_loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
 
 
 # How often a group's member joins again: channels_redis's core layer forgets group members

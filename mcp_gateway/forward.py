@@ -113,11 +113,6 @@ async def call(
         return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
 
 
-def close_sessions() -> None:
-    """The calls of this event loop are over (a worker's task): its kept sessions close."""
-    sessions.close_all()
-
-
 def failed(text: str, **meta: Any) -> types.CallToolResult:
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],

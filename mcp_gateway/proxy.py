@@ -202,6 +202,28 @@ def foreign(headers: dict[bytes, bytes]) -> str | None:
     return None
 
 
+def _admit(header: str, name: str) -> tuple[Any, JSONResponse | None, Upstream | None]:
+    """Who calls (the bearer token's user), the refusal to answer instead, and the upstream
+    named by the path: read in one worker thread, not one hop each."""
+    caller = bearer(header)
+    user = caller.user
+    if user is None or not user.is_authenticated:
+        why = caller.refusal or "Send Authorization: Bearer <token>."
+        return user, refusal(401, UNAUTHENTICATED, why), None
+    if not scopes.allows(user, SCOPE):
+        why = f"This token lacks the scope this needs: {SCOPE}."
+        return user, refusal(403, PERMISSION_DENIED, why, scope=SCOPE), None
+    if not user.has_perm("agents.add_thread"):
+        return user, refusal(403, PERMISSION_DENIED, "You do not have permission to do this."), None
+    if name in ("", own_tools.NAME):
+        return user, None, None  # /mcp (every upstream) and /mcp/gateway (the gateway's own)
+    upstream = None if "/" in name else _upstream(name)
+    if upstream is None:
+        why = f"No MCP server named {name!r} is behind this gateway."
+        return user, refusal(404, NOT_FOUND, why), None
+    return user, None, upstream
+
+
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers = dict(scope.get("headers", []))
     if (why := foreign(headers)) is not None:
@@ -212,29 +234,12 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await response(scope, receive, send)
         return
     header = headers.get(b"authorization", b"").decode("latin-1")
-    caller = await blocking(bearer)(header)
-    user = caller.user
     name = scope["path"][len(PATH_PREFIX) :].rstrip("/")
-    if user is None or not user.is_authenticated:
-        response = refusal(
-            401, UNAUTHENTICATED, caller.refusal or "Send Authorization: Bearer <token>."
-        )
-    elif not scopes.allows(user, SCOPE):
-        response = refusal(
-            403, PERMISSION_DENIED, f"This token lacks the scope this needs: {SCOPE}.", scope=SCOPE
-        )
-    elif not await blocking(user.has_perm)("agents.add_thread"):
-        response = refusal(403, PERMISSION_DENIED, "You do not have permission to do this.")
-    elif name in ("", own_tools.NAME):
-        # /mcp (every upstream) and /mcp/gateway (the gateway's own tools).
-        await _serve(scope, receive, send, Caller(None, user, _credential(user, header), name))
+    user, refused, upstream = await blocking(_admit)(header, name)
+    if refused is not None:
+        await refused(scope, receive, send)
         return
-    elif "/" in name or (upstream := await blocking(_upstream)(name)) is None:
-        response = refusal(404, NOT_FOUND, f"No MCP server named {name!r} is behind this gateway.")
-    else:
-        await _serve(scope, receive, send, Caller(upstream, user, _credential(user, header), name))
-        return
-    await response(scope, receive, send)
+    await _serve(scope, receive, send, Caller(upstream, user, _credential(user, header), name))
 
 
 def _credential(user: Any, header: str) -> Credential:

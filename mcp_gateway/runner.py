@@ -36,6 +36,7 @@ from django.utils import timezone
 from agents import external
 from agents.models import Suspension
 from gateway.celery import app
+from infra.aio import run_in_process_loop
 from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream, UpstreamCall
 
@@ -190,8 +191,6 @@ async def _call(
             f"The upstream {upstream.name} did not answer {s.tool_name} within {limit} s; "
             "it may still act on it (idempotency key: the request's id)."
         )
-    finally:
-        forward.close_sessions()  # this task's event loop ends with it
 
 
 def run(pk: UUID | str) -> str:
@@ -210,7 +209,9 @@ def run(pk: UUID | str) -> str:
         renewal = Renewal(call.pk, me)
         renewal.start()
         try:
-            result = asyncio.run(_call(upstream, s, arguments))
+            # On the worker's lasting loop: the upstream session its last call used is still
+            # open (mcp_gateway.sessions), so the call is one request, not a handshake first.
+            result = run_in_process_loop(_call(upstream, s, arguments))
         finally:
             renewal.stopped.set()
             renewal.join()

@@ -13,8 +13,9 @@ the tool's output schema) on a new connection: four requests where a direct clie
   transport runs a task group), so a session lives in a task of its own, which makes the
   calls it is handed. A caller that gives up (cancelled: the client left, a time limit) ends
   the session with its call, as closing a call's own client did.
-- **Per event loop.** Sessions belong to the loop that opened them (daphne has one; a Celery
-  task's loop ends with the task, and its sessions with it).
+- **Per event loop.** Sessions belong to the loop that opened them: daphne's, or a Celery
+  worker's lasting loop (infra.aio.process_loop), on which its tasks make their calls, so a
+  worker's next approved call finds the session its last one used.
 - **A session the upstream forgot** (it restarted: HTTP 404, "Session not found", refused
   before the tool runs) is dropped with every idle one of that upstream, and the call is made
   once more on a new session. Any other failure is the call's result, never retried: the
@@ -185,8 +186,8 @@ async def call(
 
 
 def close_all() -> None:
-    """Close every idle session of this loop, and forget the loop (a Celery task's loop is
-    about to end: its pool would hold it, through the sessions' tasks, past its end)."""
+    """Close every idle session of this loop, and forget the loop (a loop about to end: its
+    pool would hold it, through the sessions' tasks, past its end)."""
     loop = asyncio.get_running_loop()
     for key in list(_idle.get(loop, {})):
         drop(key)

@@ -218,6 +218,22 @@ class WorkerTestCase(Through):
         assert event.payload["outcome"] == "interrupted"
         assert Suspension.objects.count() == 1
 
+    def test_a_workers_next_approved_call_uses_the_session_its_last_one_opened(self) -> None:
+        # Three approvals one after another, by a worker of two processes: one of them makes
+        # two calls at least, and its second is made on the session its first opened (the
+        # worker's lasting loop, infra.aio.process_loop), not after a handshake of its own.
+        for n in range(3):
+            held = Later(lambda n=n: call(self.url, self.token, "delete_file", {"path": f"/r{n}"}))
+            self.reviewer.decide("files", {"approved": True})
+            assert text(held.result()) == f"deleted /r{n}"
+        sessions = {line["path"]: line["session"] for line in self.upstream.deleted()}
+        by_worker: dict[str, list[str]] = {}
+        for made in UpstreamCall.objects.select_related("suspension"):
+            path = made.suspension.tool_input["path"]
+            by_worker.setdefault(made.worker, []).append(sessions[path])
+        assert any(len(used) >= 2 for used in by_worker.values()), by_worker
+        assert all(len(set(used)) == 1 for used in by_worker.values()), by_worker
+
     def test_a_deadline_rejects_and_the_upstream_never_runs(self, load_agents: Any) -> None:
         load_agents(
             FILES.format(url=self.upstream.url)

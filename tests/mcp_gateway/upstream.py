@@ -1,7 +1,8 @@
 """A real upstream MCP server for the tests: `python -m tests.mcp_gateway.upstream PORT LOG`.
 
 `read_note` only reads (readOnlyHint); `delete_file` is destructive and appends one JSON line
-per call to LOG (its arguments, the Authorization header it was sent and the call's `_meta`),
+per call to LOG (its arguments, the Authorization header and session id it was sent and the
+call's `_meta`),
 so a test counts the side effects (a path under /slow/ then takes 30 s). `confirm_name` asks
 its client for input (`elicitation/create`, form mode) and returns what it was answered;
 `sign_in`, last, asks it to visit a URL (URL mode).
@@ -38,6 +39,7 @@ async def delete_file(path: str, ctx: Context) -> str:
     line = {
         "path": path,
         "authorization": headers.get("authorization", ""),
+        "session": headers.get("mcp-session-id", ""),
         "meta": meta.model_dump(mode="json", by_alias=True)
         if hasattr(meta, "model_dump")
         else meta,
