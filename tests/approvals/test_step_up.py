@@ -14,6 +14,7 @@ from django.test import Client
 from access.models import Passkey
 from agents.chain import verify
 from agents.models import AgentDefinition, Event, Suspension
+from agents.rules import PolicyError, check_policy
 from tests.approvals import state
 from tests.approvals.state import resume_url
 from tests.passkey_device import Device
@@ -215,3 +216,10 @@ class StepUpTestCase:
         path = f"/threads/{self.s.thread_id}/suspensions/{self.s.pk}/step-up/options"
         r = self.api.post(path, {})
         assert r.status_code == 401
+
+
+def test_step_up_is_a_policy_key_of_true_or_false() -> None:
+    checked = check_policy({"tools": {"transfer_funds": {"step_up": True}}}, "payer.policy")
+    assert checked == {"tools": {"transfer_funds": {"step_up": True}}}
+    with pytest.raises(PolicyError, match=r"payer.policy.step_up: true or false"):
+        check_policy({"step_up": "yes"}, "payer.policy")
