@@ -17,6 +17,7 @@ from access.models import Passkey
 from agents.models import Event, Suspension
 from tests.conftest import wait_for
 from tests.e2e.conftest import DESKTOP, PASSWORD, PHONE, LiveServer, Site
+from tests.e2e.test_accessibility import violations
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker]
 
@@ -144,6 +145,7 @@ class StepUpPageTestCase:
         cdp, auth_id = authenticator(alice)
         self.register(alice, "Work laptop")
         self.site.shoot(alice, "stepup-account-desktop")
+        assert violations(alice, self.site.server.url) == []
         [credential] = cdp.send("WebAuthn.getCredentials", {"authenticatorId": auth_id})[
             "credentials"
         ]
@@ -155,6 +157,7 @@ class StepUpPageTestCase:
         card = alice.locator(f"#s-{s.id}")
         expect(card.locator(".step-up-line")).to_be_visible()
         self.site.shoot(alice, "stepup-card-desktop")
+        assert violations(alice, self.site.server.url) == []
         card.locator("[data-action=approve]").click()
         expect(card).to_have_attribute("data-status", "approved")
         decided = Event.objects.get(suspension_id=s.pk, type="SUSPENSION_DECIDED")
@@ -172,6 +175,7 @@ class StepUpPageTestCase:
         width = phone.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], width
         self.site.shoot(phone, "stepup-account-phone")
+        assert violations(phone, self.site.server.url) == []
 
     def test_a_passkey_removed_no_longer_approves(self) -> None:
         alice = self.site.login("reviewer", viewport=DESKTOP)
