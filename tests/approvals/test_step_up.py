@@ -107,6 +107,14 @@ class PasskeyAccountTestCase:
         assert r.status_code == 400 and r.json()["error"] == "passkey_refused"
         assert Passkey.objects.count() == 1
 
+    def test_the_admin_lists_passkeys_read_only(self) -> None:
+        assert self.alice.register(device(), "Laptop").status_code == 201
+        admin = Client()
+        admin.force_login(self.users["admin"])
+        listed = admin.get("/admin/access/passkey/")
+        assert listed.status_code == 200 and b"Laptop" in listed.content
+        assert admin.get("/admin/access/passkey/add/").status_code == 403
+
     def test_only_reviewers_have_the_page(self) -> None:
         outsider = Page(self.users["outsider"])
         assert outsider.client.get("/account/").status_code == 403
