@@ -225,6 +225,14 @@ class StepUpTestCase:
         r = self.api.post(path, {})
         assert r.status_code == 401
 
+    def test_the_page_s_endpoints_check_csrf(self) -> None:
+        page = Client(enforce_csrf_checks=True)
+        page.force_login(self.users["reviewer"])
+        for path in ("step-up/options", "step-up/resume"):
+            url = f"/threads/{self.s.thread_id}/suspensions/{self.s.pk}/{path}"
+            assert page.post(url, "{}", content_type="application/json").status_code == 403
+        assert page.post("/account/passkeys/options").status_code == 403
+
 
 def test_step_up_is_a_policy_key_of_true_or_false() -> None:
     checked = check_policy({"tools": {"transfer_funds": {"step_up": True}}}, "payer.policy")

@@ -138,6 +138,7 @@ class StepUpPageTestCase:
         self.site.shoot(bob, "stepup-card-phone")
         card.locator("[data-action=approve]").click()
         expect(card.locator(".notice")).to_contain_text("You have no passkey")
+        self.site.shoot(bob, "stepup-refused-phone")
         assert Suspension.objects.get(pk=s.pk).status == "pending"
 
         # alice registers one on her account page, then approves with it.
