@@ -17,6 +17,7 @@ from agents.models import AgentDefinition, Event, Suspension
 from agents.rules import PolicyError, check_policy
 from tests.approvals import state
 from tests.approvals.state import resume_url
+from tests.conftest import Api
 from tests.passkey_device import Device
 
 
@@ -176,6 +177,23 @@ class StepUpTestCase:
         row = Passkey.objects.get(credential_id=self.key.id)
         assert row.sign_count == 1 and row.last_used_at is not None
 
+    def test_an_edit_is_approved_with_the_passkey_too(self) -> None:
+        edited = {**state.TRANSFER, "amount": 150}
+        answer = self.key.get(self.alice.options(self.s).json())
+        r = self.alice.approve(self.s, answer, modifiedArgs=edited)
+        assert r.status_code == 202, r.content
+        self.s.refresh_from_db()
+        assert (self.s.status, self.s.modified_args) == ("approved", edited)
+        assert decided(self.s)[0].payload["passkey"]["credential"] == self.key.id
+
+    def test_an_expired_challenge_approves_nothing(self, settings: Any) -> None:
+        settings.PASSKEY_CHALLENGE_SECONDS = -1
+        answer = self.key.get(self.alice.options(self.s).json())
+        r = self.alice.approve(self.s, answer)
+        assert r.status_code == 403 and "expired" in r.json()["detail"]
+        self.s.refresh_from_db()
+        assert self.s.status == "pending"
+
     def test_a_replayed_assertion_approves_nothing(self) -> None:
         _, [other] = state.suspended(self.users["operator"])
         answer = self.key.get(self.alice.options(self.s).json())
@@ -239,3 +257,31 @@ def test_step_up_is_a_policy_key_of_true_or_false() -> None:
     assert checked == {"tools": {"transfer_funds": {"step_up": True}}}
     with pytest.raises(PolicyError, match=r"payer.policy.step_up: true or false"):
         check_policy({"step_up": "yes"}, "payer.policy")
+
+
+class StepUpQuorumTestCase:
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any]) -> None:
+        state.agent("payer")
+        AgentDefinition.objects.filter(name="payer").update(
+            policy={"tools": {"transfer_funds": {"step_up": True, "quorum": 2}}}
+        )
+        self.users = users
+        _, [self.s] = state.suspended(users["operator"])
+
+    def test_each_vote_of_a_quorum_needs_a_passkey(self) -> None:
+        votes = []
+        for who in ("reviewer", "teammate"):
+            page, key = Page(self.users[who]), device()
+            assert page.register(key).status_code == 201
+            assert (
+                Api(self.users[who]).post(resume_url(self.s), {"approved": True}).status_code == 403
+            )
+            r = page.approve(self.s, key.get(page.options(self.s).json()))
+            assert r.status_code == 202, r.content
+            votes.append(key.id)
+        voted = Event.objects.filter(suspension=self.s, type=Event.Type.SUSPENSION_VOTED)
+        assert [e.payload["passkey"]["credential"] for e in voted.order_by("id")] == votes
+        self.s.refresh_from_db()
+        assert self.s.status == "approved"
+        assert decided(self.s)[0].payload["passkey"]["credential"] == votes[1]
