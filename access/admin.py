@@ -1,11 +1,12 @@
-"""API tokens in the admin: listed, read-only and revocable, never shown."""
+"""API tokens in the admin: listed, read-only and revocable, never shown; reviewers' passkeys, read
+only."""
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from access import tokens
-from access.models import ApiToken
+from access.models import ApiToken, Passkey
 
 
 @admin.register(ApiToken)
@@ -65,3 +66,23 @@ class ApiTokenAdmin(admin.ModelAdmin):
             for t in queryset.select_related("user")
         )
         self.message_user(request, f"Revoked {done} token(s).", messages.SUCCESS)
+
+
+@admin.register(Passkey)
+class PasskeyAdmin(admin.ModelAdmin):
+    """Reviewers' passkeys, read only: a reviewer adds and removes their own on the account
+    page, where each change is audited (access.passkeys); the key itself is never shown."""
+
+    list_display = ["name", "user", "created_at", "last_used_at", "sign_count"]
+    list_filter = ["user"]
+    fields = ["user", "name", "credential_id", "sign_count", "created_at", "last_used_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

@@ -1,5 +1,5 @@
-"""API tokens (shown once, stored hashed, scoped, revocable), the revocation counter, and the rate
-limits' counters."""
+"""API tokens (shown once, stored hashed, scoped, revocable), reviewers' passkeys, the revocation
+counter, and the rate limits' counters."""
 
 import hashlib
 import secrets
@@ -123,3 +123,25 @@ class RateCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.hits}"
+
+
+class Passkey(models.Model):
+    """A reviewer's WebAuthn credential (a passkey), registered on their account page and
+    asked for when they approve a `step_up` request (access.passkeys). Only the public key
+    is kept; the sign count lets a cloned authenticator be noticed."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, related_name="passkeys")
+    name = models.CharField(max_length=100)
+    # The credential id, base64url without padding, as the browser and the events name it.
+    credential_id = models.CharField(max_length=1400, unique=True)
+    public_key = models.BinaryField()
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user})"

@@ -19,8 +19,8 @@ of the ladder, 1 for the first reminder, or a duration), per agent and in tool_o
 tool; a tool's own ladder replaces the agent's whole (agents.runtime.ladder).
 
 Policy: who may decide the agent's requests and how (groups, four_eyes, quorum, auto_approve,
-auto_reject), with `tools: {name: the same keys}` for one of its tools (agents.policy). Its
-groups must exist when the file is loaded.
+auto_reject, the allow_* flags, step_up), with `tools: {name: the same keys}` for one of its
+tools (agents.policy). Its groups must exist when the file is loaded.
 
 Other sections: `mcp_servers` (upstream MCP servers) belongs to mcp_gateway, which sits above
 this app; load() hands it over through `sections_loaded`, in the same transaction. Agent fields

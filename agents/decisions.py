@@ -115,10 +115,18 @@ def decide(
                 "agent": current.agent_name,
                 **current.outcome(),
                 **extra,
+                **_passkey(decision),
             },
         )
         resume_if_group_done(current, now)
     return Decided(current, created=True)
+
+
+def _passkey(decision: dict[str, Any]) -> dict[str, Any]:
+    """The passkey an approval of a step_up request was signed with, for its event:
+    {"passkey": {"credential", "name"}} (approvals.stepup verified it), or nothing."""
+    proof = decision.get("step_up")
+    return {"passkey": dict(proof)} if proof else {}
 
 
 def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> Decided:
@@ -212,6 +220,7 @@ def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> 
                 "edited_args": s.modified_args,
                 "args_hash": digest,
                 **votes,
+                **_passkey(decision),
             },
         )
     return votes

@@ -11,6 +11,8 @@ is the one function every path that decides calls (agents.decisions.decide).
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 from agents.hashing import canonical_hash
 from agents.rules import ALLOW, KEYS, matches, rule_text
 
@@ -26,12 +28,14 @@ DEFAULTS: dict[str, Any] = {
     "allow_edit": True,
     "allow_respond": False,
     "allow_ignore": True,
+    "step_up": False,
 }
 
 
 class Refused(Exception):
     """This person may not take this decision; `rule` names what refuses it (groups,
-    four_eyes, already_voted, auto_reject, permission) and `detail` says why, for people."""
+    four_eyes, already_voted, auto_reject, permission, not_allowed, step_up) and `detail` says
+    why, for people."""
 
     def __init__(self, rule: str, detail: str) -> None:
         super().__init__(detail)
@@ -207,6 +211,25 @@ def check_allowed(s: Any, decision: dict[str, Any]) -> None:
             raise Refused("not_allowed", f"{s.tool_name} does not let a reviewer {what}.")
 
 
+def page_of(s: Any) -> str:
+    """The address of the request's card on its thread's page (where a passkey can sign)."""
+    return f"{settings.SITE_URL.rstrip('/')}/threads/{s.thread_id}/#s-{s.pk}"
+
+
+def check_step_up(s: Any, decision: dict[str, Any]) -> None:
+    """Refuse an approval of a `step_up` request that carries no passkey's proof. Only the
+    page's view (approvals.stepup) puts `step_up` in a decision, after it verified the
+    reviewer's WebAuthn assertion; no body parser lets a caller send it."""
+    if not of(s)["step_up"] or decision_kind(s, decision) not in ("accept", "edit"):
+        return
+    if not decision.get("step_up"):
+        raise Refused(
+            "step_up",
+            f"Approving {s.tool_name} needs your passkey: approve it on its page, "
+            f"{page_of(s)} (rejecting needs none).",
+        )
+
+
 def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: int | None) -> None:
     """May `user` take `decision` on `s`? Raises Refused with the reason. Edited arguments
     are checked again: the auto_reject rules apply to them."""
@@ -226,6 +249,7 @@ def check(s: Any, user: Any, decision: dict[str, Any], started_by_id: int | None
     if refused is not None:
         raise Refused(*refused)
     check_allowed(s, decision)
+    check_step_up(s, decision)
     edited = decision.get("modifiedArgs")
     if decision.get("approved") and edited is not None:
         for i, rule in enumerate(of(s)["auto_reject"]):
@@ -252,6 +276,7 @@ def payload(s: Any) -> dict[str, Any]:
         "edited_args": s.modified_args if s.status == "pending" else None,
         "auto": policy.get("auto"),
         "allow": allowed(s),
+        "step_up": bool(policy["step_up"]),
     }
 
 

@@ -161,9 +161,10 @@ class DecisionResult(Answer):
         description="resumeExecution's status for it: 202 taken (or a quorum's vote cast, "
         "or dismissed), 200 the same decision again, 400 it does not fit the suspension "
         "(an approval of a question, arguments that fail the tool's schema), 403 refused by "
-        "the policy (`rule`: four_eyes, groups, already_voted, not_allowed...), 404 no such "
-        "suspension, 409 decided already, past its deadline or a stale view, 429 over the "
-        "decision rate limit (`retry_after`), 500 the server failed on it. Under 300: taken."
+        "the policy (`rule`: four_eyes, groups, already_voted, not_allowed, step_up...), "
+        "404 no such suspension, 409 decided already, past its deadline or a stale view, "
+        "429 over the decision rate limit (`retry_after`), 500 the server failed on it. "
+        "Under 300: taken."
     )
     suspension: Suspension | None = Field(
         None, description="The suspension after this item (200, 202, 409)."

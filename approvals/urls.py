@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import audit, edits, fragments, inbox, views
+from approvals import account, audit, edits, fragments, inbox, stepup, views
 
 urlpatterns = [
     path("", inbox.inbox, name="inbox"),
@@ -44,6 +44,21 @@ urlpatterns = [
         fragments.thread_head_fragment,
         name="fragment_thread_state",
     ),
+    # A step_up request approved with a passkey on its page (approvals.stepup).
+    path(
+        "threads/<str:thread_id>/suspensions/<str:suspension_id>/step-up/options",
+        stepup.options,
+        name="step_up_options",
+    ),
+    path(
+        "threads/<str:thread_id>/suspensions/<str:suspension_id>/step-up/resume",
+        stepup.resume,
+        name="step_up_resume",
+    ),
+    path("account/", account.account_page, name="account"),
+    path("account/passkeys/options", account.registration_options, name="passkey_options"),
+    path("account/passkeys", account.register, name="passkey_register"),
+    path("account/passkeys/<int:passkey_id>/remove", account.remove, name="passkey_remove"),
     path("runs/new/", views.new_run, name="new_run"),
     path("audit/", audit.audit_page, name="audit"),
     path("audit/export.csv", audit.export_csv, name="audit_csv"),

@@ -605,6 +605,21 @@ MCP_CALL_TIMEOUT_SECONDS = envint("MCP_CALL_TIMEOUT_SECONDS", 600)
 # rebinding: mcp_gateway.proxy); clients that send no Origin are not browsers and pass.
 MCP_ALLOWED_ORIGINS = _origins("MCP_ALLOWED_ORIGINS", _site_origins())
 
+
+def _passkey_rp_id() -> str:
+    """The WebAuthn relying party's id: SITE_URL's host name. Browsers take no IP address as
+    one, so a loopback SITE_URL's passkeys belong to localhost (open the site as localhost)."""
+    host = urlsplit(SITE_URL).hostname or "localhost"
+    return "localhost" if host in ("127.0.0.1", "::1") else host
+
+
+# Passkeys (access.passkeys, the step_up policy): the relying party's id, and the page origins
+# whose WebAuthn answers are taken (an answer signed for another origin is refused).
+PASSKEY_RP_ID = os.environ.get("PASSKEY_RP_ID") or _passkey_rp_id()
+PASSKEY_ORIGINS = _origins("PASSKEY_ORIGINS", _site_origins())
+# How long a passkey ceremony's challenge may be answered (it is kept in the session, once).
+PASSKEY_CHALLENGE_SECONDS = envint("PASSKEY_CHALLENGE_SECONDS", 120)
+
 # Slack (slack_approvals): the bot's token and the app's signing secret; Slack is off (nothing
 # is posted, /slack/interactions answers 404) unless both are set. SLACK_API_URL is the Web
 # API's address (the client's base_url): Slack's own, or a proxy's, or the tests' stand-in.

@@ -4,6 +4,7 @@ and says how many there are."""
 import re
 
 from a2a_server import push
+from access import passkeys
 from agents.models import Event
 from slack_approvals import links as slack_links
 from tests.conftest import ROOT
@@ -19,6 +20,7 @@ class EventsPageTestCase:
             *webhooks.Notice.values,
             *push.Notice.values,
             *slack_links.Notice.values,
+            *passkeys.Notice.values,
         }
         assert rows == recorded
         assert f"There are {len(recorded)} event types" in text

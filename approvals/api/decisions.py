@@ -132,18 +132,23 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
     return decide_one(s, request.user, data).response()
 
 
-def decide_one(s: Suspension, user: Any, data: dict[str, Any] | Resume) -> Answer:
+def decide_one(
+    s: Suspension, user: Any, data: dict[str, Any] | Resume, step_up: dict[str, str] | None = None
+) -> Answer:
     """One decision, checked and taken as resumeExecution takes it, for `user` (the caller,
     authorized and counted against the rate limit already): the body (parsed or not), the
     version binding (`seen`), then agents.decisions, which checks the policy (four eyes,
-    groups, quorum votes) under its locks, in a transaction of its own. The answer says
-    what happened to it (POST /api/decisions answers it per item)."""
+    groups, quorum votes, step-up) under its locks, in a transaction of its own. The answer
+    says what happened to it (POST /api/decisions answers it per item). `step_up` is the
+    proof of a passkey the page's view verified (approvals.stepup); no body carries one."""
     try:
         if not s.pending:
             # A repeat of the recorded decision is answered with it; anything else conflicts.
             decision = parse_decision(s, data)
             return _outcome(s, 200 if decisions.same_decision(s, decision) else 409)
         decision = parse_decision(s, data)
+        if step_up is not None:
+            decision["step_up"] = step_up
         versions.check(s, decision)
     except BadRequest as e:
         return Answer(e.status, error_body(e.code, e.detail, e.fields))

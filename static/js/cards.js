@@ -191,7 +191,7 @@
     notice(card, "");
     busy(card, true);
     var id = card.dataset.id;
-    return live.post(path(card, what), body).then(function (r) {
+    return live.post(what.charAt(0) === "/" ? what : path(card, what), body).then(function (r) {
       busy(card, false);
       if (r.status === 400 && r.body.fields) {
         var errors = {};
@@ -229,12 +229,39 @@
     body.seen = seen;
     var confirm = card.querySelector("input[name=confirm-version]");
     if (confirm && confirm.checked) body.confirmVersionChange = true;
-    return post(card, "resume", body, errorList, function (r) {
-      if (r.status === 409 && r.body.error === "version_changed") {
-        return "Not approved yet: " + (r.body.detail || "the agent changed.");
-      }
-      if (r.status === 409) return "Too late: " + (r.body.detail || "someone decided first.");
-      return "";
+    if (card.dataset.stepUp === "true" && body.approved === true) return withPasskey(card, body, errorList);
+    return post(card, "resume", body, errorList, decided);
+  }
+
+  function decided(r) {
+    if (r.status === 409 && r.body.error === "version_changed") {
+      return "Not approved yet: " + (r.body.detail || "the agent changed.");
+    }
+    if (r.status === 409) return "Too late: " + (r.body.detail || "someone decided first.");
+    return "";
+  }
+
+  /* A step_up request (agents.policy): the approval goes with the reviewer's passkey. The
+     server's challenge for this request, the browser's assertion, then the decision and the
+     assertion together (approvals.stepup), answered as resumeExecution answers. */
+  function withPasskey(card, body, errorList) {
+    var base = "/threads/" + encodeURIComponent(card.dataset.thread) + "/suspensions/" +
+      encodeURIComponent(card.dataset.id) + "/step-up/";
+    if (!window.GatewayPasskeys || !window.GatewayPasskeys.supported()) {
+      notice(card, "Approving this request needs a passkey, and this browser cannot use one.");
+      return Promise.resolve();
+    }
+    notice(card, "Confirm with your passkey…");
+    busy(card, true);
+    return live.post(base + "options", {}).then(function (r) {
+      if (r.status !== 200) throw new Error((r.body && r.body.detail) || "The server answered " + r.status + ".");
+      return window.GatewayPasskeys.get(r.body);
+    }).then(function (assertion) {
+      busy(card, false);
+      return post(card, base + "resume", { decision: body, assertion: assertion }, errorList, decided);
+    }).catch(function (e) {
+      busy(card, false);
+      notice(card, "Not approved: " + (e && e.message ? e.message : "the passkey did not answer."));
     });
   }
 
