@@ -28,6 +28,9 @@ class Upstream(models.Model):
     tool_overrides = models.JSONField(default=dict, blank=True)
     policy = models.JSONField(default=dict, blank=True)
     reminders = models.JSONField(default=list, blank=True)
+    # The groups whose members may call its tools (mcp_gateway.upstreams.may_call); empty:
+    # every caller whose token has the scope.
+    callers = models.JSONField(default=list, blank=True)
     source = models.CharField(max_length=500, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -77,7 +77,7 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     if caller.endpoint == own_tools.NAME:
         return types.ListToolsResult(tools=own_tools.TOOLS)
     if caller.upstream is None:
-        return types.ListToolsResult(tools=await combined.tools())
+        return types.ListToolsResult(tools=await combined.tools(caller.user))
     return types.ListToolsResult(tools=await forward.tools(caller.upstream))
 
 
@@ -125,7 +125,7 @@ async def call_tool(
             caller.user, caller.credential, via(ctx, caller), params.name, arguments, progress(ctx)
         )
     if caller.upstream is None:
-        upstream, tool = await combined.resolve(params.name)
+        upstream, tool = await combined.resolve(caller.user, params.name)
     else:
         upstream, tool = caller.upstream, params.name
     listed = {t.name: t for t in await forward.tools(upstream)}
@@ -221,6 +221,8 @@ def _admit(header: str, name: str) -> tuple[Any, JSONResponse | None, Upstream |
     if upstream is None:
         why = f"No MCP server named {name!r} is behind this gateway."
         return user, refusal(404, NOT_FOUND, why), None
+    if not upstreams.may_call(upstream, user):
+        return user, refusal(403, PERMISSION_DENIED, upstreams.refusal(upstream)), None
     return user, None, upstream
 
 

@@ -23,6 +23,7 @@ FIELDS = {
     "tool_overrides",
     "policy",
     "reminders",
+    "callers",
 }
 OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
 # `${NAME}` in a header's value: the environment variable, read at call time.
@@ -128,6 +129,9 @@ def check(spec: Any, where: str) -> dict[str, Any]:
             raise AgentFileError(f"{where}: tool_overrides.{tool}.timeout: whole seconds")
         if o.get("on_timeout", ON_TIMEOUT[0]) not in ON_TIMEOUT:
             raise AgentFileError(f"{where}: tool_overrides.{tool}.on_timeout: one of {ON_TIMEOUT}")
+    callers = spec.get("callers") or []
+    if not isinstance(callers, list) or not all(isinstance(g, str) and g for g in callers):
+        raise AgentFileError(f"{where}: 'callers' must be a list of group names")
     try:
         policy = check_policy(spec.get("policy"), where)
         reminders = list(build_ladder(spec.get("reminders")).reminders)
@@ -143,6 +147,7 @@ def check(spec: Any, where: str) -> dict[str, Any]:
         "tool_overrides": overrides,
         "policy": policy,
         "reminders": reminders,
+        "callers": callers,
     }
 
 
@@ -160,6 +165,20 @@ def expand(headers: dict[str, str], environ: dict[str, str] | None = None) -> di
     (empty when unset)."""
     env = os.environ if environ is None else environ
     return {k: VARIABLE.sub(lambda m: env.get(m.group(1), ""), v) for k, v in headers.items()}
+
+
+def may_call(upstream: Upstream, user: Any) -> bool:
+    """May `user` (a token's, with the scope) call this upstream's tools: a member of one of
+    its `callers` groups, or anyone when it names none."""
+    if not upstream.callers:
+        return True
+    return bool(user.groups.filter(name__in=upstream.callers).exists())
+
+
+def refusal(upstream: Upstream) -> str:
+    """Why a caller outside the upstream's `callers` groups is refused, in its words."""
+    groups = " or ".join(upstream.callers)
+    return f"Only members of group {groups} may call the tools of {upstream.name}."
 
 
 def is_immediate(upstream: Upstream, tool: str, read_only: bool) -> bool:

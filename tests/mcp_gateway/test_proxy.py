@@ -168,6 +168,36 @@ class BadInputTestCase:
         r = self.post("/mcp/nope", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, self.token)
         assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
 
+    def test_a_caller_outside_the_upstreams_callers_is_refused(
+        self, load_agents: Any, users: dict[str, Any]
+    ) -> None:
+        from django.contrib.auth.models import Group
+
+        load_agents(FILES.format(url=self.upstream.url) + "    callers: [ops]\n")
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "delete_file", "arguments": {"path": "/"}},
+        }
+        r = self.post("/mcp/files", body, self.token)
+        assert r.status_code == 403
+        assert r.json()["error"]["message"] == (
+            "Only members of group ops may call the tools of files."
+        )
+        # /mcp neither lists its tools nor calls them.
+        assert list_tools(f"{self.gateway}/mcp", self.token) == []
+        with pytest.raises(MCPError, match="Only members of group ops"):
+            call(f"{self.gateway}/mcp", self.token, "files__delete_file", {"path": "/"})
+        self.assert_nothing_happened()
+        # A member of the group may.
+        users["operator"].groups.add(Group.objects.get_or_create(name="ops")[0])
+        assert [t.name for t in list_tools(f"{self.gateway}/mcp", self.token)][0] == (
+            "files__read_note"
+        )
+        result = call(self.url, self.token, "read_note", {"name": "x"})
+        assert text(result) == "note x: hello"
+
     def test_a_malformed_body_is_a_parse_error(self) -> None:
         r = self.post("/mcp/files", '{"jsonrpc": "2.0", "id": 1, "meth', self.token)
         assert r.status_code == 400 and r.json()["error"]["code"] == -32700
