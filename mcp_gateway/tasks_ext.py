@@ -86,25 +86,27 @@ def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
 TERMINAL = ("completed", "cancelled", "failed")
 
 
-def mine(user: Any, upstream: Upstream, task_id: str) -> Suspension | None:
-    """The request behind `task_id` when `user` raised it through `upstream`, else None (a
-    task of another caller is not found, rather than forbidden: its id says nothing)."""
+def mine(user: Any, upstream: Upstream | None, task_id: str) -> Suspension | None:
+    """The request behind `task_id` when `user` raised it through `upstream` (None: /mcp, any
+    upstream), else None (a task of another caller is not found, rather than forbidden: its id
+    says nothing)."""
     pk = parse_uuid(task_id)
     if pk is None:
         return None
+    through = {"agent_name": upstream.name} if upstream is not None else {}
     return (
         Suspension.objects.select_related("thread")
         .filter(
             pk=pk,
-            agent_name=upstream.name,
             thread__created_by=user,
             thread__external_run_id__startswith="mcp:",
+            **through,
         )
         .first()
     )
 
 
-def read(user: Any, upstream: Upstream, task_id: str) -> dict[str, Any] | None:
+def read(user: Any, upstream: Upstream | None, task_id: str) -> dict[str, Any] | None:
     """The task as its caller sees it now; a terminal one counts as the decision having
     reached the caller, so the same call made again raises a new request
     (mcp_gateway.actions.attach_or_raise)."""
@@ -117,7 +119,7 @@ def read(user: Any, upstream: Upstream, task_id: str) -> dict[str, Any] | None:
     return task
 
 
-def cancel(user: Any, upstream: Upstream, task_id: str) -> bool:
+def cancel(user: Any, upstream: Upstream | None, task_id: str) -> bool:
     """Cancel the caller's pending request, as cancelling its run does for each of its
     requests (agents.cancelling), audited as SUSPENSION_CANCELLED by the caller. False when
     there is no such task; a request already decided is left as it is (cancellation is

@@ -180,6 +180,20 @@ class TasksTestCase:
         assert Suspension.objects.count() == 1
         assert self.upstream.deleted() == []
 
+    def test_a_task_of_the_combined_endpoint_is_polled_there(self) -> None:
+        # /mcp names the tool <server>__<tool>; its tasks/get and tasks/cancel find the task
+        # of any upstream the caller raised it through.
+        self.url = self.url.removesuffix("/files")
+        task = self.start("files__delete_file", {"path": "/opt/a"})
+        assert task.status == "working" and self.get(task.task_id).status == "working"
+        self.reviewer.decide("files", {"approved": True})
+        done = self.until(task.task_id, "completed")
+        assert text(done.result) == "deleted /opt/a"
+        second = self.start("files__delete_file", {"path": "/opt/b"})
+        self.cancel(second.task_id)
+        assert self.get(second.task_id).status == "cancelled"
+        assert [d["path"] for d in self.upstream.deleted()] == ["/opt/a"]
+
     def test_the_gateway_advertises_the_extension(self) -> None:
         async def go() -> Any:
             async with connect(self.url, self.token) as client:
