@@ -11,7 +11,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from infra.aio import blocking
-from mcp_gateway import forward, upstreams
+from mcp_gateway import forward, statements, upstreams
 from mcp_gateway.models import Upstream
 
 SEPARATOR = upstreams.SEPARATOR
@@ -43,7 +43,7 @@ def name(upstream: Upstream, tool: str) -> str:
 
 
 def _upstream(server: str, user: Any) -> Upstream | None:
-    upstream = Upstream.objects.filter(name=server).first()
+    upstream = statements.upstream_named(server)
     if upstream is not None and not upstreams.may_call(upstream, user):
         raise MCPError(types.INVALID_PARAMS, upstreams.refusal(upstream))
     return upstream

@@ -38,6 +38,7 @@ from mcp_gateway import (
     forward,
     holding,
     own_tools,
+    statements,
     tasks_ext,
     transport,
     upstreams,
@@ -183,10 +184,6 @@ def refusal(status: int, code: int, message: str, **data: Any) -> JSONResponse:
     return response
 
 
-def _upstream(name: str) -> Upstream | None:
-    return Upstream.objects.filter(name=name).first()
-
-
 def foreign(headers: dict[bytes, bytes]) -> str | None:
     """Why a request comes from outside the site (a browser page of another origin, or a
     Host the gateway does not serve), or None."""
@@ -217,7 +214,7 @@ def _admit(header: str, name: str) -> tuple[Any, JSONResponse | None, Upstream |
         return user, refusal(403, PERMISSION_DENIED, "You do not have permission to do this."), None
     if name in ("", own_tools.NAME):
         return user, None, None  # /mcp (every upstream) and /mcp/gateway (the gateway's own)
-    upstream = None if "/" in name else _upstream(name)
+    upstream = None if "/" in name else statements.upstream_named(name)
     if upstream is None:
         why = f"No MCP server named {name!r} is behind this gateway."
         return user, refusal(404, NOT_FOUND, why), None

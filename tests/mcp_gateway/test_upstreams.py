@@ -31,6 +31,19 @@ class UpstreamsTestCase:
     def setup(self, load_agents: Any) -> None:
         self.load = load_agents
 
+    def test_the_compiled_read_gives_the_row_the_orm_gives(self) -> None:
+        from django.forms.models import model_to_dict
+
+        from mcp_gateway.statements import upstream_named
+
+        self.load(FILE + "    callers: [ops]\n")
+        compiled, orm = upstream_named("files"), Upstream.objects.get(name="files")
+        assert compiled is not None
+        assert model_to_dict(compiled) == model_to_dict(orm)
+        assert compiled.pk == orm.pk and compiled.updated_at == orm.updated_at
+        assert compiled.tool_overrides["write_note"] == {"execution_mode": "immediate"}
+        assert upstream_named("nope") is None
+
     def test_a_file_of_upstreams_alone_loads_and_keeps_headers_unexpanded(self) -> None:
         self.load(FILE)
         files = Upstream.objects.get(name="files")
