@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "allow_edit": True,
     "allow_respond": False,
     "allow_ignore": True,
+    "allow_grants": True,
 }
 
 
@@ -251,6 +252,8 @@ def payload(s: Any) -> dict[str, Any]:
         "approved_by": approved_by,
         "edited_args": s.modified_args if s.status == "pending" else None,
         "auto": policy.get("auto"),
+        # The standing grant that approved it (agents.grants), by id and maker.
+        "grant": policy.get("grant"),
         "allow": allowed(s),
     }
 

@@ -20,6 +20,8 @@ A policy is a mapping with any of these keys:
   deciding (the model gets the answer as the call's result), dismiss from the inbox without
   deciding (the deadline still applies). By default all but respond are allowed. A question
   (an input tool) is always answered in text, whatever allow_respond says.
+- `allow_grants`: false forbids standing grants on the tool (agents.grants): each of its
+  requests waits for a person. True by default; a quorum above 1 forbids them too.
 
 A policy is checked where it is declared: a tool's (agents.runtime.tools.Tool.policy), an agent
 file's (agents.agentfiles) and the admin's (agents.admin). agents.policy builds the policy in
@@ -30,7 +32,7 @@ import json
 from typing import Any
 
 ALLOW = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
-KEYS = ("groups", "four_eyes", "quorum", "auto_approve", "auto_reject", *ALLOW)
+KEYS = ("groups", "four_eyes", "quorum", "auto_approve", "auto_reject", *ALLOW, "allow_grants")
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in")
 ORDERING = ("<", "<=", ">", ">=")
 MAX_QUORUM = 20
@@ -92,7 +94,7 @@ def check_keys(policy: Any, where: str) -> dict[str, Any]:
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
             raise PolicyError(f"{where}.groups: a list of group names")
         found["groups"] = list(dict.fromkeys(groups))
-    for key in ("four_eyes", *ALLOW):
+    for key in ("four_eyes", *ALLOW, "allow_grants"):
         if key in policy:
             if not isinstance(policy[key], bool):
                 raise PolicyError(f"{where}.{key}: true or false")

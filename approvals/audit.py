@@ -192,7 +192,8 @@ def _step(e: Event) -> dict[str, Any]:
         "label": labels.get(e.type, e.type),
         "at": e.created_at,
         # A rule of the policy decides with no person as actor (agents.policy).
-        "actor": e.actor_name or (p.get("by") if p.get("by") == "policy" else ""),
+        # So does a standing grant (agents.grants).
+        "actor": e.actor_name or (p.get("by") if p.get("by") in ("policy", "grant") else ""),
         # A tool's result or a reviewer's answer may be long: cut, whole at the event's URL.
         "detail": excerpt.cut(detail, url=excerpt.event_url(e.id)),
     }

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import audit, edits, fragments, inbox, views
+from approvals import audit, edits, fragments, grants_page, inbox, views
 
 urlpatterns = [
     path("", inbox.inbox, name="inbox"),
@@ -45,6 +45,8 @@ urlpatterns = [
         name="fragment_thread_state",
     ),
     path("runs/new/", views.new_run, name="new_run"),
+    path("grants/", grants_page.grants_page, name="grants"),
+    path("grants/<str:grant_id>/revoke", grants_page.revoke, name="grant_revoke"),
     path("audit/", audit.audit_page, name="audit"),
     path("audit/export.csv", audit.export_csv, name="audit_csv"),
     path("audit/export.jsonl", audit.export_jsonl, name="audit_jsonl"),
