@@ -14,8 +14,10 @@ from django.utils import timezone
 
 from agents import external, grants, policy
 from agents.models import AgentDefinition, Event, Grant, Suspension, Thread
+from tests.approvals.test_policy import PolicyTestCase
 from tests.external.test_requests_api import Caller, ask
 
+EUR_ONLY = {"arg": "currency", "op": "==", "value": "EUR"}
 EUR_UNDER_500 = [
     {"arg": "currency", "op": "==", "value": "EUR"},
     {"arg": "amount", "op": "<", "value": 500},
@@ -363,3 +365,22 @@ class GrantRaceTestCase:
         assert sorted(results) == ["approved", "pending"], results
         assert Grant.objects.get(pk=self.g.pk).uses == 1
         assert Event.objects.filter(type=Event.Type.GRANT_USED).count() == 1
+
+
+class EngineGrantTestCase(PolicyTestCase):
+    """An agent's blocking call (agents.suspending) is approved by a grant as by a rule:
+    raised pending, decided by the grant, and the run goes on without waiting."""
+
+    def test_a_granted_call_does_not_stop_the_run(self) -> None:
+        first = self.pending(self.start())
+        terms = {"seconds": 600, "max_uses": 1, "conditions": [EUR_ONLY]}
+        r = self.decide("reviewer", first, approved=True, grant=terms)
+        assert r.status_code == 202, r.content
+        thread = self.start()
+        s = self.pending(thread)
+        assert s.status == Suspension.Status.APPROVED and s.decided_by_name == "grant"
+        types = list(Event.objects.filter(suspension=s).values_list("type", flat=True))
+        assert types[:3] == ["AGENT_SUSPENDED", "SUSPENSION_DECIDED", "GRANT_USED"]
+        assert Thread.objects.get(pk=thread.pk).status == Thread.Status.COMPLETED
+        # Its one use is spent: the next run waits.
+        assert self.pending(self.start()).status == Suspension.Status.PENDING
