@@ -156,6 +156,7 @@ class Resume(Body):
         "seen.agent_version": "The request's agent_version, a whole number.",
         "confirmVersionChange": "Send true or false.",
         "grant": "An object: {seconds, max_uses, conditions, scope}.",
+        **{f"grant.{k}": v for k, v in GrantTerms.says.items()},
     }
 
     approved: bool | None = Field(None, validate_default=True)
