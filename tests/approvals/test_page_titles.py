@@ -27,6 +27,7 @@ class PageTitleTestCase:
             "/runs/new/": "New run · Approval gateway",
             "/audit/": "Audit trail · Approval gateway",
             "/email/": "Email · Approval gateway",
+            "/grants/": "Grants · Approval gateway",
             "/no-such-page": "Not found · Approval gateway",
         }
         for path, title in pages.items():
