@@ -133,6 +133,21 @@ class GrantsTestCase:
         assert self.agent.get("/api/grants").status_code == 403
         assert Grant.objects.get(pk=made["id"]).revoked_at is None
 
+    def test_the_page_lists_and_revokes_and_the_admin_only_shows(self, client: Any) -> None:
+        made = self.grant()
+        client.force_login(self.users["teammate"])
+        page = client.get("/grants/").content.decode()
+        assert f'id="g-{made["id"]}"' in page and "currency == &quot;EUR&quot;" in page
+        r = client.post(f"/grants/{made['id']}/revoke")
+        assert r.status_code == 302
+        revoked = Grant.objects.get(pk=made["id"])
+        assert revoked.revoked_at is not None and revoked.revoked_by_name == "bob"
+        client.force_login(self.users["outsider"])
+        assert client.get("/grants/").status_code == 403
+        client.force_login(self.users["admin"])
+        assert client.get("/admin/agents/grant/").status_code == 200
+        assert client.get("/admin/agents/grant/add/").status_code == 403
+
     def test_a_grant_for_one_run_or_one_requester(self) -> None:
         self.grant(max_uses=5, scope="run")
         assert self.request(run_id="run-2")["status"] == "pending"
@@ -259,7 +274,7 @@ class ProposalTestCase:
             assert "grant-proposal" not in html
             path = f"/api/threads/{body['thread']}/suspensions/{body['id']}/resume"
             assert self.reviewer.post(path, {"approved": True}).status_code == 202
-        # An approval by a rule, or of other arguments, does not count.
+        # An approval of other arguments does not count.
         other = self.agent.post("/api/requests", pay(9, amount=121)).json()
         s = Suspension.objects.get(pk=other["id"])
         assert grants.proposal(s, viewer) is None
