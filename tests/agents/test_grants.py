@@ -148,6 +148,16 @@ class GrantsTestCase:
         assert client.get("/admin/agents/grant/").status_code == 200
         assert client.get("/admin/agents/grant/add/").status_code == 403
 
+    def test_the_trail_and_the_audit_page_name_the_grant(self, client: Any) -> None:
+        made = self.grant()
+        body = self.request()
+        client.force_login(self.users["admin"])
+        page = client.get("/audit/").content.decode()
+        assert "Grant made" in page and "Grant used" in page
+        assert f"grant {made['id']}" in page
+        thread = client.get(f"/threads/{body['thread']}/").content.decode()
+        assert f"grant {made['id'][:8]} by alice" in thread
+
     def test_a_grant_for_one_run_or_one_requester(self) -> None:
         self.grant(max_uses=5, scope="run")
         assert self.request(run_id="run-2")["status"] == "pending"
