@@ -358,6 +358,12 @@ class Suspension(models.Model):
             models.UniqueConstraint(fields=["frame", "tool_use_id"], name="suspension_per_tool_use")
         ]
         indexes = [
+            # agents.grants.proposal: the approvals of the same arguments within a day.
+            models.Index(
+                fields=["args_hash", "decided_at"],
+                name="suspension_approved_args_idx",
+                condition=Q(status="approved"),
+            ),
             # The inbox and GET /api/suspensions?status=pending: pending ones, oldest first.
             models.Index(
                 fields=["created_at", "id"],
