@@ -102,6 +102,18 @@ class GrantsTestCase:
         ended = Event.objects.get(type=Event.Type.GRANT_EXPIRED)
         assert ended.payload["why"] == "lifetime" and ended.payload["id"] == made["id"]
 
+    def test_the_sweeper_records_the_end(self) -> None:
+        from agents import tasks
+
+        made = self.grant(seconds=60, max_uses=10)
+        assert tasks.sweep()["grants_ended"] == 0
+        Grant.objects.filter(pk=made["id"]).update(expires_at=timezone.now())
+        assert tasks.sweep()["grants_ended"] == 1
+        assert tasks.sweep()["grants_ended"] == 0
+        [ended] = Event.objects.filter(type=Event.Type.GRANT_EXPIRED)
+        assert ended.thread_id is None and ended.actor is None
+        assert ended.payload["state"] == "expired"
+
     def test_a_request_whose_arguments_do_not_match_waits(self) -> None:
         self.grant(max_uses=5)
         assert self.request(amount=900)["status"] == "pending"
