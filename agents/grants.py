@@ -14,7 +14,7 @@ use exactly one wins. Under four eyes a grant never approves a run its maker sta
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 from uuid import UUID
 
 from django.conf import settings
@@ -74,7 +74,7 @@ class Terms:
         return cls(seconds, uses, checked, scope)
 
 
-def _whole(n: Any) -> bool:
+def _whole(n: Any) -> TypeGuard[int]:
     return isinstance(n, int) and not isinstance(n, bool)
 
 
@@ -86,7 +86,9 @@ def conditions_text(conditions: Any) -> str:
 # What bars a grant --------------------------------------------------------------------
 
 
-def barred(in_force: dict[str, Any], kind: str = Suspension.Kind.CONFIRMATION) -> tuple | None:
+def barred(
+    in_force: dict[str, Any], kind: str = Suspension.Kind.CONFIRMATION
+) -> tuple[str, str] | None:
     """(rule, why) when a policy in force forbids grants on its tool; None when it allows."""
     if kind != Suspension.Kind.CONFIRMATION:
         return "kind", "A question is answered each time; it cannot be granted ahead."
@@ -99,7 +101,9 @@ def barred(in_force: dict[str, Any], kind: str = Suspension.Kind.CONFIRMATION) -
     return None
 
 
-def why_not(s: Suspension, viewer: policy.Viewer, started_by_id: int | None = None) -> Any:
+def why_not(
+    s: Suspension, viewer: policy.Viewer, started_by_id: int | None = None
+) -> tuple[str, str] | None:
     """(rule, why) when `viewer` may not grant requests like `s`; None when they may: they
     may decide it (agents.policy.why_not: groups, four eyes on their own run) and its
     policy allows grants."""
@@ -325,7 +329,9 @@ def offer(s: Suspension) -> list[dict[str, Any]]:
     return found
 
 
-def proposal(s: Suspension, viewer: policy.Viewer, now: datetime | None = None) -> Any:
+def proposal(
+    s: Suspension, viewer: policy.Viewer, now: datetime | None = None
+) -> dict[str, Any] | None:
     """A proposal to grant, for a request like ones people approved PROPOSAL_AFTER times
     within PROPOSAL_WINDOW (the same agent, tool and arguments), when `viewer` may grant it;
     None otherwise. It only fills the card's form: nothing is granted without a click."""
