@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from agents.models import Suspension
 from tests.e2e.conftest import PHONE, Site
+from tests.e2e.test_accessibility import violations
 
 pytestmark = [pytest.mark.e2e]
 
@@ -62,6 +63,8 @@ class GrantCardTestCase:
         box.locator(".grant-condition[data-arg=to] input[name=grant-on]").uncheck()
         box.locator("input[name=grant-uses]").fill("5")
         self.site.shoot(page, "grants-card-phone")
+        # The open form passes the accessibility check the pages pass (labels, contrast).
+        assert violations(page, self.site.server.url) == []
         # Pressed from the keyboard: a full-page screenshot leaves the page scrolling back for
         # a moment, under a mouse's press and release.
         box.locator("[data-action=confirm-grant]").focus()
