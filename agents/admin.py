@@ -15,6 +15,7 @@ from agents.models import (
     AgentDefinition,
     AgentVersion,
     Event,
+    Grant,
     StackFrame,
     Suspension,
     Thread,
@@ -177,6 +178,15 @@ class SuspensionAdmin(ViewOnly, admin.ModelAdmin):
     ]
     list_filter = ["status", "kind", "tool_name", "agent_name"]
     search_fields = ["id", "tool_name", "agent_name"]
+
+
+@admin.register(Grant)
+class GrantAdmin(ViewOnly, admin.ModelAdmin):
+    """View-only: a grant is made with an approval and revoked on the Grants page, each an
+    action with its event (agents.grants)."""
+
+    list_display = ["id", "agent_name", "tool_name", "uses", "max_uses", "expires_at"]
+    list_filter = ["agent_name", "tool_name"]
 
 
 @admin.register(Event)

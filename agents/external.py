@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, policy, presentation, reminders
+from agents import events, grants, policy, presentation, reminders
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
@@ -153,6 +153,17 @@ def raise_request(
                 "decided_by_name": "policy",
                 "decided_at": now,
             }
+        # No rule decided: a standing grant may (agents.grants), its use spent here.
+        by_grant = (
+            None
+            if auto is not None
+            else grants.decide_by_grant(
+                agent.name, request.tool, request.arguments, in_force, thread, request.kind, now
+            )
+        )
+        if by_grant is not None:
+            kept["grant"] = by_grant.kept()
+            decided = by_grant.fields()
         s = Suspension.objects.create(
             thread=thread,
             frame=frame,
@@ -179,8 +190,8 @@ def raise_request(
         )
         where = {"frame": agent.name, "depth": 0, "external_run_id": request.run_id}
         payload = {**suspension_payload(s), **where}
-        if auto is not None:
-            # Raised as pending, then decided by its rule with no person as actor.
+        if decided:
+            # Raised as pending, then decided by its rule or grant, no person as actor.
             payload = {**payload, "status": Suspension.Status.PENDING, "decision": None}
         events.record(
             Event.Type.AGENT_SUSPENDED,
@@ -189,6 +200,8 @@ def raise_request(
             actor=user,
             payload=payload,
         )
+        for type, body in by_grant.events(s) if by_grant is not None else []:
+            events.record(type, thread_id=thread.id, suspension_id=s.pk, payload=body)
         if auto is not None:
             events.record(
                 Event.Type.SUSPENSION_DECIDED,

@@ -358,6 +358,12 @@ class Suspension(models.Model):
             models.UniqueConstraint(fields=["frame", "tool_use_id"], name="suspension_per_tool_use")
         ]
         indexes = [
+            # agents.grants.proposal: the approvals of the same arguments within a day.
+            models.Index(
+                fields=["args_hash", "decided_at"],
+                name="suspension_approved_args_idx",
+                condition=Q(status="approved"),
+            ),
             # The inbox and GET /api/suspensions?status=pending: pending ones, oldest first.
             models.Index(
                 fields=["created_at", "id"],
@@ -433,6 +439,44 @@ class Vote(models.Model):
         ]
 
 
+class Grant(models.Model):
+    """A standing grant: a reviewer's approval, given ahead, of an agent's (or MCP server's)
+    calls of one tool whose arguments meet `conditions`, for a while and a number of times,
+    optionally for one run or one requester only (agents.grants)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent_name = models.CharField(max_length=150)
+    tool_name = models.CharField(max_length=200)
+    # Conditions of the policy's rule language (agents.rules), all of which must hold; none:
+    # any arguments.
+    conditions = models.JSONField(default=list, blank=True)
+    thread = models.ForeignKey(Thread, models.CASCADE, null=True, blank=True, related_name="grants")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    requester_name = models.CharField(max_length=150, blank=True)
+    max_uses = models.PositiveIntegerField()
+    uses = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_by_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    # The request whose decision made it.
+    made_with = models.ForeignKey(
+        "Suspension", models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by_name = models.CharField(max_length=150, blank=True)
+    # When GRANT_EXPIRED was recorded (its lifetime passed, or its count was spent).
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent_name", "tool_name"], name="grant_target_idx")]
+
+
 class Event(models.Model):
     """Append-only: the observation log, the audit trail and what the sockets replay."""
 
@@ -473,6 +517,12 @@ class Event(models.Model):
         # An MCP tool call relayed by mcp_gateway without a person: caller, tool, args hash,
         # duration, outcome.
         MCP_TOOL_CALLED = "MCP_TOOL_CALLED"
+        # Standing grants (agents.grants): made with a decision, spent by a request it
+        # approved, revoked by a reviewer, run out (its lifetime or its count).
+        GRANT_CREATED = "GRANT_CREATED"
+        GRANT_USED = "GRANT_USED"
+        GRANT_REVOKED = "GRANT_REVOKED"
+        GRANT_EXPIRED = "GRANT_EXPIRED"
 
     id = models.BigAutoField(primary_key=True)
     # PROTECT: a thread or suspension with a trail is never deleted (the trail is

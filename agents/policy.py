@@ -29,6 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "allow_respond": False,
     "allow_ignore": True,
     "step_up": False,
+    "allow_grants": True,
 }
 
 
@@ -275,6 +276,8 @@ def payload(s: Any) -> dict[str, Any]:
         "approved_by": approved_by,
         "edited_args": s.modified_args if s.status == "pending" else None,
         "auto": policy.get("auto"),
+        # The standing grant that approved it (agents.grants), by id and maker.
+        "grant": policy.get("grant"),
         "allow": allowed(s),
         "step_up": bool(policy["step_up"]),
     }

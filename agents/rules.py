@@ -23,6 +23,8 @@ A policy is a mapping with any of these keys:
 - `step_up`: approving (as asked or edited) needs a passkey from the approving reviewer at the
   moment of the decision, on the request's page (approvals.stepup); a rejection does not. The
   API, A2A and Slack cannot carry the proof, so their approvals are refused.
+- `allow_grants`: false forbids standing grants on the tool (agents.grants): each of its
+  requests waits for a person. True by default; a quorum above 1 forbids them too.
 
 A policy is checked where it is declared: a tool's (agents.runtime.tools.Tool.policy), an agent
 file's (agents.agentfiles) and the admin's (agents.admin). agents.policy builds the policy in
@@ -33,7 +35,16 @@ import json
 from typing import Any
 
 ALLOW = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
-KEYS = ("groups", "four_eyes", "quorum", "auto_approve", "auto_reject", *ALLOW, "step_up")
+KEYS = (
+    "groups",
+    "four_eyes",
+    "quorum",
+    "auto_approve",
+    "auto_reject",
+    *ALLOW,
+    "step_up",
+    "allow_grants",
+)
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in")
 ORDERING = ("<", "<=", ">", ">=")
 MAX_QUORUM = 20
@@ -95,7 +106,7 @@ def check_keys(policy: Any, where: str) -> dict[str, Any]:
         if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
             raise PolicyError(f"{where}.groups: a list of group names")
         found["groups"] = list(dict.fromkeys(groups))
-    for key in ("four_eyes", *ALLOW, "step_up"):
+    for key in ("four_eyes", *ALLOW, "step_up", "allow_grants"):
         if key in policy:
             if not isinstance(policy[key], bool):
                 raise PolicyError(f"{where}.{key}: true or false")

@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from agents import policy, presentation, reminders, run_status, statements, versions
+from agents import grants, policy, presentation, reminders, run_status, statements, versions
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
 from agents.runtime.turn import Frame, TurnResult
@@ -62,6 +62,23 @@ class SuspendSteps:
                         "decided_by_name": "policy",
                         "decided_at": now,
                     }
+                # No rule decided: a standing grant may (agents.grants), its use spent here.
+                by_grant = (
+                    None
+                    if auto is not None
+                    else grants.decide_by_grant(
+                        self.row.agent_name,
+                        call.tool.name,
+                        call.input,
+                        in_force,
+                        self.thread,
+                        call.tool.kind,
+                        now,
+                    )
+                )
+                if by_grant is not None:
+                    kept["grant"] = by_grant.kept()
+                    decided = by_grant.fields()
                 s = Suspension(
                     thread=self.thread,
                     frame=self.row,
@@ -87,11 +104,14 @@ class SuspendSteps:
                 )
                 insert([s])  # as s.save() would, through a statement written once
                 payload = {**suspension_payload(s), **self._where()}
-                if auto is not None:
-                    # Raised as pending, then decided by its rule with no person as actor.
+                if decided:
+                    # Raised as pending, then decided by its rule or grant, no person as actor.
                     payload = {**payload, "status": Suspension.Status.PENDING, "decision": None}
                 self._buffer(Event.Type.AGENT_SUSPENDED, payload, suspension_id=s.pk)
-                if auto is not None:
+                if by_grant is not None:
+                    for type, body in by_grant.events(s):
+                        self._buffer(type, body, suspension_id=s.pk)
+                elif auto is not None:
                     decision = {"tool": s.tool_name, "agent": s.agent_name, **s.outcome()}
                     self._buffer(
                         Event.Type.SUSPENSION_DECIDED,

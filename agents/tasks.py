@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from agents import deadlines, reminders, replies
+from agents import deadlines, grants, reminders, replies
 from agents.engine import engine
 from infra import last_runs
 
@@ -64,6 +64,8 @@ def sweep() -> dict[str, int]:
         "ladder_steps": reminders.apply_ladder_steps(),
         "inputs_timed_out": replies.expire_inputs(),
         "requeued": deadlines.requeue_stalled(),
+        # Standing grants whose lifetime passed or whose count was spent: GRANT_EXPIRED.
+        "grants_ended": grants.expire_all(),
     }
     interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
     for pk, expires_at in deadlines.due_soon(within=interval):

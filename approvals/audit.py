@@ -153,6 +153,8 @@ def _step(e: Event) -> dict[str, Any]:
         Event.Type.SUSPENSION_EXTENDED: "Deadline extended",
         Event.Type.SUSPENSION_VOTED: "Voted",
         Event.Type.SUSPENSION_IGNORED: "Ignored",
+        Event.Type.GRANT_CREATED: "Grant made",
+        Event.Type.GRANT_USED: "Grant used",
         Event.Type.TOOL_RESULT: "Tool error" if p.get("is_error") else "Tool result",
     }
     detail = ""
@@ -172,6 +174,12 @@ def _step(e: Event) -> dict[str, Any]:
             detail = f"{detail} (arguments edited)"
     elif e.type == Event.Type.SUSPENSION_IGNORED:
         detail = "dismissed from the inbox without deciding; the deadline still applies"
+    elif e.type in (Event.Type.GRANT_CREATED, Event.Type.GRANT_USED):
+        # A standing grant (agents.grants): its terms, and how much of it is left.
+        detail = (
+            f"grant {p.get('id', '')}: {p.get('tool', '')} when {p.get('conditions_text', '')}, "
+            f"{p.get('uses')} of {p.get('max_uses')} used, until {p.get('expires_at')}"
+        )
     elif e.type == Event.Type.SUSPENSION_TIMEOUT:
         detail = "approved automatically" if p.get("approved") else "rejected automatically"
     elif e.type == Event.Type.TOOL_RESULT:
@@ -192,7 +200,8 @@ def _step(e: Event) -> dict[str, Any]:
         "label": labels.get(e.type, e.type),
         "at": e.created_at,
         # A rule of the policy decides with no person as actor (agents.policy).
-        "actor": e.actor_name or (p.get("by") if p.get("by") == "policy" else ""),
+        # So does a standing grant (agents.grants).
+        "actor": e.actor_name or (p.get("by") if p.get("by") in ("policy", "grant") else ""),
         # A tool's result or a reviewer's answer may be long: cut, whole at the event's URL.
         "detail": excerpt.cut(detail, url=excerpt.event_url(e.id)),
     }

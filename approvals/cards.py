@@ -4,7 +4,9 @@ ask for again when an event concerns it, approvals.fragments)."""
 import json
 from typing import Any
 
-from agents import policy, versions
+from django.conf import settings
+
+from agents import grants, policy, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from approvals import excerpt
@@ -36,4 +38,42 @@ def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
         "api_url": url,
         "version": version,
         "you": policy.viewer_payload(s, viewer),
+        "grant_form": grant_form(s, viewer),
+    }
+
+
+# The lifetimes the card's grant form offers (at most MAX_GRANT_SECONDS).
+LIFETIMES = ((900, "15 minutes"), (3600, "1 hour"), (4 * 3600, "4 hours"), (8 * 3600, "8 hours"))
+
+
+def grant_form(s: Suspension, viewer: policy.Viewer) -> dict[str, Any] | None:
+    """What the card's "Approve and grant…" form offers the viewer (agents.grants): the
+    conditions on this request's arguments, the lifetimes, the proposal after identical
+    approvals; None when they may not grant it (or it is not pending, or not approvable as
+    asked)."""
+    if not s.pending or not policy.of(s)["allow_accept"] or grants.why_not(s, viewer):
+        return None
+    longest = settings.MAX_GRANT_SECONDS
+    lifetimes = [(n, label) for n, label in LIFETIMES if n <= longest] or [(longest, "")]
+    proposed = grants.proposal(s, viewer)
+    rows = []
+    for cond in grants.offer(s):
+        value = cond["value"]
+        kind = (
+            "boolean"
+            if isinstance(value, bool)
+            else "string"
+            if isinstance(value, str)
+            else "number"
+        )
+        shown = json.dumps(value) if kind == "boolean" else str(value)
+        ops = ("==", "!=", "<", "<=", ">", ">=") if kind == "number" else ("==", "!=")
+        rows.append({"arg": cond["arg"], "value": shown, "type": kind, "ops": ops})
+    return {
+        "conditions": rows,
+        "lifetimes": lifetimes,
+        "default_seconds": 3600 if longest >= 3600 else lifetimes[-1][0],
+        "max_uses": settings.MAX_GRANT_USES,
+        "proposal": proposed,
+        "started_by": policy.of(s).get("started_by"),
     }

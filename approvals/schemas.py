@@ -150,6 +150,9 @@ class Outcome(Answer):
     suspension: Suspension
     outcome: Decision | None
     votes: dict[str, Any] | None = Field(None, description="A vote toward a quorum.")
+    grant: dict[str, Any] | None = Field(
+        None, description="The standing grant made with this approval (GET /api/grants)."
+    )
 
 
 class DecisionResult(Answer):
@@ -211,3 +214,40 @@ class EventQuery(Query):
     )
     thread: str | None = Field(None, description="A thread id (UUID).")
     limit: int | None = Field(None, ge=1, le=200, description="1 to 200 (200 by default).")
+
+
+class Grant(Answer):
+    """A standing grant (agents.grants.payload)."""
+
+    id: str
+    agent: str = Field(description="The agent, or MCP server, whose requests it approves.")
+    tool: str
+    conditions: list[dict[str, Any]] = Field(description="All must hold: {arg, op, value}.")
+    conditions_text: str
+    run: str | None = Field(description="The only run it applies to, if one.")
+    requester: str | None = Field(description="The only requester it applies to, if one.")
+    max_uses: int
+    uses: int
+    left: int
+    granted_by: str | None
+    created_at: str
+    expires_at: str
+    revoked_at: str | None
+    revoked_by: str | None
+    made_with: str | None = Field(description="The request whose approval made it.")
+    state: Literal["active", "used_up", "expired", "revoked"]
+
+
+class GrantQuery(Query):
+    state: Literal["active", "all"] | None = Field(
+        None, description="active (the default): those that may still approve; all: the latest."
+    )
+
+
+class GrantList(Answer):
+    grants: list[Grant]
+
+
+class GrantRevoked(Answer):
+    grant: Grant
+    revoked: bool = Field(description="False when it was revoked already.")

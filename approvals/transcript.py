@@ -69,7 +69,8 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         edited = p.get("modifiedArgs")
         return {
             "tone": "decision",
-            # A rule of the policy decides with no person as actor (agents.policy).
+            # A rule of the policy (agents.policy), or a standing grant (agents.grants),
+            # decides with no person as actor.
             "who": actor or p.get("decided_by") or "",
             "text": text,
             "pre": pretty(edited) if edited is not None else "",
@@ -156,6 +157,15 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
             "text": f"approved {p.get('tool', '')} ({p.get('approvals')} of {p.get('required')} "
             "approvals)",
             "pre": pretty(p["edited_args"]) if p.get("edited_args") is not None else "",
+        }
+    if type in (Event.Type.GRANT_CREATED, Event.Type.GRANT_USED):
+        made = type == Event.Type.GRANT_CREATED
+        return {
+            "tone": "system",
+            "who": actor or p.get("granted_by") or "",
+            "text": (f"granted {p.get('tool', '')} when {p.get('conditions_text', '')}")
+            if made
+            else f"grant used: {p.get('uses')} of {p.get('max_uses')}",
         }
     if type == Event.Type.SUSPENSION_EXTENDED:
         return {

@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from approvals import account, audit, edits, fragments, inbox, stepup, views
+from approvals import account, audit, edits, fragments, grants_page, inbox, stepup, views
 
 urlpatterns = [
     path("", inbox.inbox, name="inbox"),
@@ -60,6 +60,8 @@ urlpatterns = [
     path("account/passkeys", account.register, name="passkey_register"),
     path("account/passkeys/<int:passkey_id>/remove", account.remove, name="passkey_remove"),
     path("runs/new/", views.new_run, name="new_run"),
+    path("grants/", grants_page.grants_page, name="grants"),
+    path("grants/<str:grant_id>/revoke", grants_page.revoke, name="grant_revoke"),
     path("audit/", audit.audit_page, name="audit"),
     path("audit/export.csv", audit.export_csv, name="audit_csv"),
     path("audit/export.jsonl", audit.export_jsonl, name="audit_jsonl"),

@@ -478,6 +478,9 @@ DISPLAY_MAX_CARD_BYTES = envint("DISPLAY_MAX_CARD_BYTES", 32 * 1024)
 CLAIM_SECONDS = envint("CLAIM_SECONDS", 300)
 # A reviewer may move a pending request's deadline once, by at most this much (agents.reminders).
 MAX_EXTENSION_SECONDS = envint("MAX_EXTENSION_SECONDS", 3600)
+# A standing grant (agents.grants) lives at most this long, and approves at most this many.
+MAX_GRANT_SECONDS = envint("MAX_GRANT_SECONDS", 8 * 3600)
+MAX_GRANT_USES = envint("MAX_GRANT_USES", 1000)
 
 # Limits on abuse (access.ratelimits, access.admission). A rate is in the `limits`
 # notation, "120/minute" or several joined by ";" ("10/second;120/minute"); empty: no limit.

@@ -7,7 +7,16 @@ from django.views.generic import RedirectView
 
 from a2a_server.card import agent_card
 from approvals import openapi
-from approvals.api import decisions, events, extend, external, replies, suspensions, threads
+from approvals.api import (
+    decisions,
+    events,
+    extend,
+    external,
+    grants,
+    replies,
+    suspensions,
+    threads,
+)
 from gateway import readiness
 
 api_patterns = [
@@ -21,6 +30,9 @@ api_patterns = [
     path("suspensions/<str:suspension_id>", suspensions.suspension_detail),
     path("decisions", decisions.decide_many),
     path("events", events.event_list),
+    # Standing grants (agents.grants), made with an approval (resumeExecution's `grant`).
+    path("grants", grants.grant_list),
+    path("grants/<str:grant_id>/revoke", grants.grant_revoke),
     path("events/<str:event_id>", events.event_detail),
     # Outside agents' requests (approvals.api.external; a long poll: approvals.external_wait).
     path("requests", external.requests),

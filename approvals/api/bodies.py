@@ -14,6 +14,7 @@ from typing import Any, Literal, Self
 from django.conf import settings
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from agents import grants
 from approvals.contract import UNKNOWN, Inside, Wrong, body, inside, says, sent, within, written
 from approvals.http import parse_uuid
 from approvals.openapi import Body
@@ -82,12 +83,49 @@ class Seen(Body):
     agent_version: int | None = None
 
 
+class GrantTerms(Body):
+    """A standing grant made with an approval (agents.grants): the next requests of this
+    agent's tool whose arguments meet `conditions` are approved at once, for `seconds`, at
+    most `max_uses` times, for any run, this `run` or this `requester` only."""
+
+    refused = "The grant is not valid."
+    unknown = "The grant has unknown fields."
+    says = {
+        "seconds": "How long it lasts, in seconds (at most MAX_GRANT_SECONDS).",
+        "max_uses": "How many requests it may approve (at most MAX_GRANT_USES).",
+        "conditions": "A list of conditions {arg, op, value}, as a policy's rules.",
+        "scope": "any, run or requester.",
+    }
+
+    seconds: int = Field(description="Its lifetime, from 1 to MAX_GRANT_SECONDS.")
+    max_uses: int = Field(description="How many requests it approves, 1 to MAX_GRANT_USES.")
+    conditions: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Conditions on the arguments, all of which must hold: {arg, op, value} "
+        "with op one of ==, !=, <, <=, >, >=, in, not in (agents.rules); none: any arguments.",
+    )
+    scope: Literal["any", "run", "requester"] = Field(
+        "any", description="Any run, only this request's run, or only its requester's runs."
+    )
+
+    @model_validator(mode="after")
+    def _terms(self) -> Self:
+        try:
+            grants.Terms.check(self.model_dump())
+        except grants.GrantError as e:
+            raise Wrong(e.detail, field=e.field) from None
+        return self
+
+    def terms(self) -> grants.Terms:
+        return grants.Terms.check(self.model_dump())
+
+
 # A decision is of one kind, told by its fields: `ignore`, else `response`, else an approval.
 # A field of another kind is as unknown as a field the model does not name.
 KINDS = {
     "ignore": ("ignore",),
     "response": ("response",),
-    "approval": ("approved", "reason", "modifiedArgs"),
+    "approval": ("approved", "reason", "modifiedArgs", "grant"),
 }
 
 
@@ -100,7 +138,8 @@ class Resume(Body):
     `{"approved": true, "modifiedArgs"}`; reject `{"approved": false, "reason"}`; respond
     `{"response"}` (the answer to a question, or a reviewer's response to a confirmation: the
     tool does not run and the agent gets the text as its result); ignore `{"ignore": true}`
-    (dismissed from the inbox without deciding; the deadline still applies). Which of accept,
+    (dismissed from the inbox without deciding; the deadline still applies). An approval may
+    carry `grant` (GrantTerms): it approves the next similar requests too. Which of accept,
     edit, respond and ignore a request takes is in its `policy.allow`: another is refused
     with 403 `forbidden_by_policy` (rule `not_allowed`)."""
 
@@ -116,6 +155,8 @@ class Resume(Body):
         "seen.args_hash": "The request's args_hash, a string.",
         "seen.agent_version": "The request's agent_version, a whole number.",
         "confirmVersionChange": "Send true or false.",
+        "grant": "An object: {seconds, max_uses, conditions, scope}.",
+        **{f"grant.{k}": v for k, v in GrantTerms.says.items()},
     }
 
     approved: bool | None = Field(None, validate_default=True)
@@ -127,6 +168,9 @@ class Resume(Body):
     )
     seen: Seen | None = Field(None, description="What the card showed: a change answers 409.")
     confirmVersionChange: bool | None = None
+    grant: GrantTerms | None = Field(
+        None, description="With an approval: approve the next similar requests too."
+    )
 
     @classmethod
     def _kind(cls, info: ValidationInfo) -> str:
@@ -179,6 +223,16 @@ class Resume(Body):
             raise Wrong(says(cls, "ignore"), "Send ignore: true, alone.")
         return ignore
 
+    @field_validator("grant", mode="before")
+    @classmethod
+    def _grant(cls, grant: Any, info: ValidationInfo) -> Any:
+        cls._kind(info)
+        if grant is None:
+            return None
+        if body(info).get("approved") is not True:
+            raise Wrong("A grant goes with an approval.", "grant goes with approved: true.")
+        return inside(GrantTerms, grant, info, says(cls, "grant"))
+
     @model_validator(mode="after")
     def _edits_are_approvals(self) -> Self:
         if self.modifiedArgs is not None and not self.approved:
@@ -207,6 +261,8 @@ class Resume(Body):
             found["seen"] = self.seen.model_dump(exclude_unset=True)
         if self.confirmVersionChange is not None:
             found["confirmVersionChange"] = self.confirmVersionChange
+        if self.grant is not None:
+            found["grant"] = self.grant.terms()
         return found
 
 

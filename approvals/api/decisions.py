@@ -11,7 +11,7 @@ from django.http import HttpRequest, JsonResponse
 from access import ratelimits
 from access.auth import api
 from access.models import Scope
-from agents import decisions, policy, versions
+from agents import decisions, grants, policy, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
@@ -145,6 +145,7 @@ def decide_one(
         if not s.pending:
             # A repeat of the recorded decision is answered with it; anything else conflicts.
             decision = parse_decision(s, data)
+            decision.pop("grant", None)
             return _outcome(s, 200 if decisions.same_decision(s, decision) else 409)
         decision = parse_decision(s, data)
         if step_up is not None:
@@ -157,7 +158,12 @@ def decide_one(
     try:
         if decision.get("ignore"):
             return _ignored(decisions.ignore(s, user))
-        decided = decisions.decide(s, user, decision)
+        terms = decision.pop("grant", None)
+        made = None
+        if terms is not None:
+            decided, made = grants.approve_and_grant(s, user, decision, terms)
+        else:
+            decided = decisions.decide(s, user, decision)
     except policy.Refused as e:
         # The policy the request was made under (agents.policy): who may not decide it, why.
         return Answer(403, error_body("forbidden_by_policy", e.detail, rule=e.rule))
@@ -166,7 +172,10 @@ def decide_one(
         body = {"suspension": suspension_payload(decided.suspension), "outcome": None}
         return Answer(202, {**body, "votes": decided.votes})
     if decided.created:
-        return _outcome(decided.suspension, 202)
+        answer = _outcome(decided.suspension, 202)
+        if made is not None:
+            answer.body["grant"] = grants.payload(made)
+        return answer
     return _outcome(
         decided.suspension, 200 if decisions.same_decision(decided.suspension, decision) else 409
     )

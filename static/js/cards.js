@@ -41,13 +41,14 @@
   // while it stays pending. [part, where a lazy one goes, before it or inside].
   var CARRIED = [
     [".reject-box"],
+    [".grant-box"],
     [".edit-box", ".only-confirmation .shortcuts", "before"],
     [".respond-box", ".only-confirmation .shortcuts", "before"],
     [".extend-box", ".extend-part", "inside"],
     [".history"],
   ];
   var TOGGLES = {
-    ".reject-box": "reject", ".edit-box": "edit", ".respond-box": "respond",
+    ".reject-box": "reject", ".grant-box": "grant", ".edit-box": "edit", ".respond-box": "respond",
     ".extend-box": "extend", ".history": "history",
   };
 
@@ -265,6 +266,39 @@
     });
   }
 
+  /* Approve, and grant the next similar requests (agents.grants): the ticked conditions, each
+     value as the type the agent sent, the lifetime, the count and whose runs. */
+  function grant(card) {
+    var box = card.querySelector(".grant-box");
+    var errors = {};
+    var conditions = [];
+    box.querySelectorAll(".grant-condition").forEach(function (row) {
+      if (!row.querySelector("input[name=grant-on]").checked) return;
+      var text = row.querySelector("input[name=grant-value]").value.trim();
+      var value = text;
+      if (row.dataset.type === "number") {
+        value = Number(text);
+        if (text === "" || !isFinite(value)) errors[row.dataset.arg] = "A number.";
+      } else if (row.dataset.type === "boolean") {
+        if (text !== "true" && text !== "false") errors[row.dataset.arg] = "true or false.";
+        value = text === "true";
+      }
+      conditions.push({ arg: row.dataset.arg, op: row.querySelector("select[name=grant-op]").value, value: value });
+    });
+    var list = box.querySelector(".field-errors");
+    fieldErrors(card, list, errors);
+    if (Object.keys(errors).length) return;
+    send(card, {
+      approved: true,
+      grant: {
+        seconds: Number(box.querySelector("select[name=grant-seconds]").value),
+        max_uses: Number(box.querySelector("input[name=grant-uses]").value),
+        conditions: conditions,
+        scope: box.querySelector("select[name=grant-scope]").value,
+      },
+    }, list);
+  }
+
   /* POST .../extend: the deadline moves once, by a bounded amount, with a reason. */
   function extend(card) {
     var box = card.querySelector(".extend-box");
@@ -347,6 +381,11 @@
       reason.focus();
     } else if (action === "confirm-reject") {
       send(card, { approved: false, reason: card.querySelector("input[name=reason]").value.trim() });
+    } else if (action === "grant") {
+      toggle(card, button, ".grant-box");
+    } else if (action === "confirm-grant") {
+      if (edits().pending(card)) return;
+      grant(card);
     } else if (action === "respond") {
       toggle(card, button, ".respond-box");
     } else if (action === "confirm-respond") {

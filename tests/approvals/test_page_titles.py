@@ -28,6 +28,7 @@ class PageTitleTestCase:
             "/audit/": "Audit trail · Approval gateway",
             "/email/": "Email · Approval gateway",
             "/account/": "Account · Approval gateway",
+            "/grants/": "Grants · Approval gateway",
             "/no-such-page": "Not found · Approval gateway",
         }
         for path, title in pages.items():

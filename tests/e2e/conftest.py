@@ -39,6 +39,7 @@ DOCS_SCREENSHOTS = {
     "select-desktop": "select-desktop",
     "select-phone": "select-phone",
     "keys-desktop": "keys-desktop",
+    "grants-card-phone": "grants-card-phone",
 }
 
 

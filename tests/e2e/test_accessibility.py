@@ -4,12 +4,14 @@ the light and the dark scheme; every page has a title and the favicon; focus is 
 Screenshots of each go to test-artifacts/."""
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
-from agents.models import Thread
+from agents.models import Grant, Thread
 from tests.conftest import wait_for
 from tests.e2e.conftest import PHONE, Site
 from tests.e2e.test_inbox import AGENTS, card, pending_of, start
@@ -68,6 +70,15 @@ class AccessibilityTestCase:
         tid = start(self.api, "payer")
         s = pending_of(tid)
         pending_of(start(self.api, "helpdesk"))
+        # A standing grant, so the Grants page shows one with its Revoke button.
+        Grant.objects.create(
+            agent_name="payer",
+            tool_name="transfer_funds",
+            conditions=[{"arg": "amount", "op": "<", "value": 500}],
+            max_uses=10,
+            created_by_name="bob",
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
 
         page = self.context(size, scheme, "admin")
         pages = {
@@ -76,6 +87,7 @@ class AccessibilityTestCase:
             "decided-thread": f"/threads/{decided_tid}/",
             "audit": "/audit/",
             "new-run": "/runs/new/",
+            "grants": "/grants/",
         }
         found = {}
         for name, path in pages.items():
