@@ -32,6 +32,14 @@ def assert_fits_a_phone(page: Any) -> None:
     assert page.evaluate(SMALL_TARGETS) == [], page.url
 
 
+def assert_one_line_bar(page: Any) -> None:
+    """A reviewer's top bar is one line (a tap target's height and its padding): a second
+    line would push the first card down (the bar keeps what fits; the Email page links the
+    rest, as the Grants page)."""
+    bar = page.evaluate("() => document.querySelector('.top').getBoundingClientRect().height")
+    assert bar < 2 * 44, f"{page.url}: the top bar is {bar} px high"
+
+
 class PhoneTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, site: Site, load_agents: Any) -> None:
@@ -50,6 +58,7 @@ class PhoneTestCase:
         page = self.phone()
         expect(card(page, s)).to_be_visible()
         assert_fits_a_phone(page)
+        assert_one_line_bar(page)
         self.site.shoot(page, "inbox-phone")
 
         page.reload()
