@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, policy, presentation, reminders
+from agents import events, policy, presentation, receipts, reminders
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
@@ -153,7 +153,7 @@ def raise_request(
                 "decided_by_name": "policy",
                 "decided_at": now,
             }
-        s = Suspension.objects.create(
+        s = Suspension(
             thread=thread,
             frame=frame,
             group=uuid.uuid4(),
@@ -177,6 +177,10 @@ def raise_request(
             presentation=shown,
             **decided,
         )
+        if auto is not None:
+            # Under the thread's lock (taken above, or the thread is new in this transaction).
+            receipts.issue(s, auto.decider())
+        s.save(force_insert=True)
         where = {"frame": agent.name, "depth": 0, "external_run_id": request.run_id}
         payload = {**suspension_payload(s), **where}
         if auto is not None:
@@ -282,5 +286,7 @@ def request_payload(s: Suspension) -> dict[str, Any]:
         "response": s.response,
         "reason": s.reason or None,
         "decided_by": s.decided_by_name or None,
+        # The decision's signed receipt (agents.receipts): verify it before acting on it.
+        "receipt": s.receipt or None,
         "url": f"/threads/{s.thread_id}/",
     }
