@@ -14,8 +14,8 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # The Celery tasks, registered in every process: agents.dispatch sends them by name.
         from agents import checks, tasks  # noqa: F401 - registering is the import
-        from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
         from agents.receipt_keys import made_with_the_tables
+        from agents.runtime import subagents  # noqa: F401 - use_skill, use_agent, complete
 
         # The receipts' first signing key, made with the tables (agents.receipt_keys).
         post_migrate.connect(made_with_the_tables, sender=self)

@@ -74,7 +74,9 @@ def _make(previous: str | None = None) -> ReceiptKey:
         private_sealed=_fernet().encrypt(private.private_bytes_raw()).decode(),
         current=True,
     )
-    events.record(Event.Type.RECEIPT_KEY_ROTATED, payload={"kid": kid, "previous": previous or None})
+    if previous is not None:
+        payload = {"kid": kid, "previous": previous or None}
+        events.record(Event.Type.RECEIPT_KEY_ROTATED, payload=payload)
     return row
 
 

@@ -2,16 +2,19 @@
 verifier checks with nothing but GET /.well-known/jwks.json and the receipt.
 
 The verifier here is joserfc, a JOSE library that knows nothing of the gateway: what it
-accepts, any standard verifier accepts.
+accepts, any standard verifier accepts. The Python client's check is clients/python's.
 """
 
 import json
+import re
 import warnings
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from approval_client import Decision, ReceiptInvalid
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.management import CommandError, call_command
 from django.db import transaction
@@ -286,3 +289,48 @@ class VerifyReceiptsCommandTestCase(PolicyTestCase):
         self.jwks.write_text(json.dumps({"keys": []}))
         with pytest.raises(CommandError, match="2 problem"):
             self.verify("--thread", str(self.thread.pk))
+
+
+class OutsideCheckTestCase(PolicyTestCase):
+    """The README's check and the Python client's, on a receipt read over the API."""
+
+    def decided_request(self) -> dict[str, Any]:
+        agent = Caller(self.users["operator"], "runs")
+        body = agent.post("/api/requests", ask()).json()
+        path = f"/api/threads/{body['thread']}/suspensions/{body['id']}/resume"
+        edited = {"amount": 100, "to": "ACME"}
+        r = Caller(self.users["reviewer"], "decide").post(
+            path, {"approved": True, "modifiedArgs": edited}
+        )
+        assert r.status_code == 202, r.content
+        found: dict[str, Any] = agent.get(f"/api/requests/{body['id']}").json()
+        assert found["arguments"] == edited and found["receipt"]
+        return found
+
+    def test_the_readme_s_check_runs_as_written(self) -> None:
+        readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+        code = re.search(r"<!-- receipt-check -->\n```python\n(.*?)```", readme, re.S)
+        assert code, "README.md has no receipt-check block"
+        space: dict[str, Any] = {}
+        exec(code.group(1), space)
+        body = self.decided_request()
+        jwks = published()
+        claims = space["check_receipt"](body["receipt"], jwks)
+        assert claims["suspension"] == body["id"] and claims["decider"]["name"] == "alice"
+        with pytest.raises(InvalidSignature):
+            space["check_receipt"](tampered(body["receipt"]), jwks)
+
+    def test_the_client_s_verify_receipt(self) -> None:
+        body = self.decided_request()
+        decision = Decision.of(body)
+        jwks = published()
+        claims = decision.verify_receipt(jwks)
+        assert claims["args_hash"] == canonical_hash({"amount": 100, "to": "ACME"})
+        assert claims["decider"]["kind"] == "user"
+        # A receipt changed on the way, or one about other arguments, is refused.
+        with pytest.raises(ReceiptInvalid, match="signature"):
+            Decision.of({**body, "receipt": tampered(body["receipt"])}).verify_receipt(jwks)
+        with pytest.raises(ReceiptInvalid, match="arguments"):
+            Decision.of({**body, "arguments": {"amount": 9000, "to": "ACME"}}).verify_receipt(jwks)
+        with pytest.raises(ReceiptInvalid, match="no published key"):
+            decision.verify_receipt({"keys": []})
