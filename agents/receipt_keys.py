@@ -3,8 +3,9 @@
 Ed25519 keys (RFC 8037), in the database (agents.models.ReceiptKey says why), the private
 half sealed with Fernet under a key derived from SECRET_KEY (or one of
 SECRET_KEY_FALLBACKS, so the secret key can itself be rotated the Django way). A process
-keeps the current key it read for KEY_CACHE_SECONDS: after a rotation another machine may
-sign with the previous key for that long, which stays valid, as it is still published.
+keeps the current key it read for RECEIPT_KEY_CACHE_SECONDS: after a rotation another
+machine may sign with the previous key for that long, which stays valid, as it is still
+published.
 """
 
 import base64
@@ -21,8 +22,6 @@ from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
 
 from agents import events
 from agents.models import Event, ReceiptKey
-
-KEY_CACHE_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -98,11 +97,12 @@ def rotate() -> str:
 
 
 def current() -> SigningKey:
-    """The key that signs now: read at most every KEY_CACHE_SECONDS, made on first use (two
-    machines making it at once: the unique current key lets one win, the other reads it)."""
+    """The key that signs now: read at most every RECEIPT_KEY_CACHE_SECONDS, made on first
+    use (two machines making it at once: the unique current key lets one win, the other
+    reads it)."""
     global _cached
     now = time.monotonic()
-    if _cached is not None and now - _cached[0] < KEY_CACHE_SECONDS:
+    if _cached is not None and now - _cached[0] < settings.RECEIPT_KEY_CACHE_SECONDS:
         return _cached[1]
     row = ReceiptKey.objects.filter(current=True).first()
     if row is None:

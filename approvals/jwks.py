@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from agents import receipt_keys
 
 # Short: after manage.py rotate_receipt_key a verifier that cached the set sees the new key
-# within this many seconds (receipts signed by it may arrive as soon as KEY_CACHE_SECONDS).
+# within this many seconds (receipts signed by it may arrive as soon as RECEIPT_KEY_CACHE_SECONDS).
 MAX_AGE = 60
 
 

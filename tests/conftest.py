@@ -298,15 +298,6 @@ def fresh_channel_layer() -> Iterator[None]:
     channel_layers.backends.clear()
 
 
-@pytest.fixture(autouse=True)
-def fresh_receipt_key() -> None:
-    """The receipts' signing key is read again in each test: a process keeps the current key
-    for a minute (agents.receipt_keys), and the last test's key went with its rows."""
-    from agents import receipt_keys
-
-    receipt_keys.forget()
-
-
 @pytest.fixture(scope="session", autouse=True)
 def flush_retries_deadlocks() -> Iterator[None]:
     """A test's flush can still meet a beat task (the deadline sweep) mid-transaction; PostgreSQL

@@ -61,13 +61,16 @@ def counted(step: str, work: Any, report: dict[str, list[str]]) -> Any:
 
 @pytest.mark.django_db(transaction=True)
 def test_statements_per_cycle_step(
-    users: dict[str, Any], load_agents: Any, monkeypatch: pytest.MonkeyPatch
+    users: dict[str, Any], load_agents: Any, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     load_agents(AGENT)
     monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
     fanout.forget_receivers()
     assert fanout._receivers_known() is False  # nothing to deliver to, and now known
-    # A process reads its receipts' signing key once a minute, not per decision.
+    # A process reads its receipts' signing key once a minute, not per decision (the tests'
+    # servers at every signing: gateway.testenv).
+    settings.RECEIPT_KEY_CACHE_SECONDS = 60
+    receipt_keys.forget()
     receipt_keys.current()
     starter = Api(operator())
     reviewer = Api(users["reviewer"])
