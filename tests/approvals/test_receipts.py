@@ -12,8 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from approval_client import Decision, ReceiptInvalid
+from approval_client import Decision, Gateway, ReceiptInvalid
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.core.management import CommandError, call_command
@@ -24,6 +25,7 @@ from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from access.models import ApiToken
 from agents import deadlines, decisions, receipt_keys, receipts
 from agents.hashing import canonical_hash
 from agents.models import Event, ReceiptKey, Suspension
@@ -38,6 +40,20 @@ def published() -> dict[str, Any]:
     assert r.status_code == 200 and r["Content-Type"] == "application/jwk-set+json"
     found: dict[str, Any] = r.json()
     return found
+
+
+def through_django(request: httpx.Request) -> httpx.Response:
+    """The Python client's HTTP calls answered by the gateway in this process."""
+    r = Client().generic(
+        request.method,
+        request.url.raw_path.decode(),
+        request.content,
+        content_type=request.headers.get("content-type", ""),
+        headers={"Authorization": request.headers["authorization"]},
+    )
+    return httpx.Response(
+        r.status_code, content=r.content, headers={"content-type": r["Content-Type"]}
+    )
 
 
 def verified(receipt: str, jwks: dict[str, Any]) -> dict[str, Any]:
@@ -334,3 +350,13 @@ class OutsideCheckTestCase(PolicyTestCase):
             Decision.of({**body, "arguments": {"amount": 9000, "to": "ACME"}}).verify_receipt(jwks)
         with pytest.raises(ReceiptInvalid, match="no published key"):
             decision.verify_receipt({"keys": []})
+
+    def test_the_client_reads_the_keys_and_checks_what_it_is_about_to_run(self) -> None:
+        body = self.decided_request()
+        _, raw = ApiToken.issue(self.users["operator"], "agent", ["runs"])
+        transport = httpx.MockTransport(through_django)
+        with Gateway("http://testserver", raw, agent="billing-bot", transport=transport) as gw:
+            decision = gw.get(body["id"])
+            assert decision.receipt == body["receipt"]
+            claims = decision.verify_receipt(gw.jwks())
+        assert claims["suspension"] == body["id"] and claims["decision"]["approved"] is True
