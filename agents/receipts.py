@@ -161,7 +161,10 @@ def verify(token: str, jwks: dict[str, Any]) -> dict[str, Any]:
 def check_chain(tokens: Iterable[str], jwks: dict[str, Any], whole: bool = True) -> list[str]:
     """Problems with a set of receipts (any order, any threads): each must verify, and each
     thread's must run 1, 2, ... with each `prev` the hash of the one before. [] when sound.
-    `whole=False` for a cut (an export between dates): a thread's may start after 1."""
+
+    `whole=False` for an export, which may be a cut (between dates, or one tool's requests):
+    a receipt missing from it is no problem, and each link is checked where both of its
+    receipts are there."""
     problems: list[str] = []
     threads: dict[str, dict[int, tuple[str, dict[str, Any]]]] = {}
     for token in tokens:
@@ -171,20 +174,18 @@ def check_chain(tokens: Iterable[str], jwks: dict[str, Any], whole: bool = True)
             problems.append(f"receipt {token[:24]}...: {e}")
             continue
         seen = threads.setdefault(claims["thread"], {})
-        if claims["seq"] in seen:
+        if claims["seq"] in seen and seen[claims["seq"]][0] != token:
             problems.append(f"thread {claims['thread']}: two receipts at place {claims['seq']}")
         seen[claims["seq"]] = (token, claims)
     for thread, chain in sorted(threads.items()):
-        previous: str | None = None
-        for n in range(1 if whole else min(chain), max(chain) + 1):
+        for n in range(1, max(chain) + 1):
             if n not in chain:
-                problems.append(f"thread {thread}: receipt {n} is missing")
-                previous = None
+                if whole:
+                    problems.append(f"thread {thread}: receipt {n} is missing")
                 continue
             token, claims = chain[n]
-            if previous is not None and claims["prev"] != previous:
-                problems.append(f"thread {thread}: receipt {n} does not follow receipt {n - 1}")
             if n == 1 and claims["prev"] is not None:
                 problems.append(f"thread {thread}: receipt 1 links to an earlier one")
-            previous = receipt_hash(token)
+            if n - 1 in chain and claims["prev"] != receipt_hash(chain[n - 1][0]):
+                problems.append(f"thread {thread}: receipt {n} does not follow receipt {n - 1}")
     return problems

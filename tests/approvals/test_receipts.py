@@ -295,6 +295,10 @@ class VerifyReceiptsCommandTestCase(PolicyTestCase):
             path.write_bytes(b"".join(r.streaming_content))
             assert "OK 2 receipts verified" in self.verify("--export", str(path))
         rows = [json.loads(line) for line in (self.tmp / "audit.jsonl").read_text().splitlines()]
+        # A cut (one tool's requests): what is there verifies; the link to what is not, unchecked.
+        cut = self.tmp / "cut.jsonl"
+        cut.write_text(json.dumps(rows[1]))
+        assert "OK 1 receipts verified" in self.verify("--export", str(cut))
         rows[0]["receipt"] = tampered(rows[0]["receipt"])
         changed = self.tmp / "changed.jsonl"
         changed.write_text("\n".join(json.dumps(row) for row in rows))

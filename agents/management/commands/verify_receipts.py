@@ -109,7 +109,7 @@ class Command(BaseCommand):
         problems: list[str] = []
         if options["export"]:
             tokens = exported(options["export"])
-            # An export may be a cut between dates: a thread's receipts may start after 1.
+            # An export may be a cut (dates, filters): its links are checked where both ends are.
             problems = receipts.check_chain(tokens, jwks, whole=False)
         else:
             try:
