@@ -98,6 +98,10 @@ class AuditPageTestCase:
         expect(gone(reviewer, s)).to_be_visible()
         admin = self.site.login("admin")
         admin.goto(self.site.url("/audit/"))
+        shown = admin.locator(f"#a-{s.id} details.receipt")
+        shown.locator("summary").click()
+        s.refresh_from_db()
+        expect(shown.locator("pre.jws")).to_have_text(s.receipt)
         with admin.expect_download() as download:
             admin.click("#export-jsonl")
         [row] = [json.loads(line) for line in open(download.value.path()).read().splitlines()]
