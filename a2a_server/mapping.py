@@ -202,6 +202,9 @@ def history_message(task_id: str, event: Event) -> Message | None:
         return message(task_id, Role.ROLE_AGENT, [text_part(p.get("text", ""))], message_id, where)
     if event.type == Event.Type.SUSPENSION_DECIDED:
         about = {"suspension": str(event.suspension_id), **author}
+        if p.get("receipt"):
+            # The decision's signed receipt (agents.receipts), to check before acting on it.
+            about["receipt"] = p["receipt"]
         if p.get("response") is not None:
             return message(task_id, Role.ROLE_USER, [text_part(p["response"])], message_id, about)
         decision = {
@@ -209,6 +212,7 @@ def history_message(task_id: str, event: Event) -> Message | None:
             "approved": p.get("approved"),
             "reason": p.get("reason") or "",
             "modifiedArgs": p.get("modifiedArgs"),
+            "receipt": p.get("receipt"),
         }
         return message(
             task_id, Role.ROLE_USER, [data_part({"decision": decision})], message_id, about

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from agents import dispatch, events
+from agents import dispatch, events, receipts
 from agents.groups import resume_if_group_done, resume_lanes
 from agents.models import Event, StackFrame, Suspension, Thread
 
@@ -27,6 +27,14 @@ def _timeout_fields(s: Suspension, now: datetime) -> dict[str, Any]:
     }
 
 
+def _signed(s: Suspension, now: datetime) -> None:
+    """The timed-out suspension's fields as _timeout_fields wrote them, and its receipt,
+    signed by the clock (the caller holds the thread's lock)."""
+    for name, value in _timeout_fields(s, now).items():
+        setattr(s, name, value)
+    receipts.issue(s, {"kind": "deadline"})
+
+
 def _timeout_event(s: Suspension) -> Event:
     approve = s.on_timeout == Suspension.OnTimeout.APPROVE
     return Event(
@@ -40,6 +48,7 @@ def _timeout_event(s: Suspension) -> Event:
             "approved": approve,
             "on_timeout": s.on_timeout,
             "expires_at": s.expires_at.isoformat() if s.expires_at else None,
+            "receipt": s.receipt or None,
         },
     )
 
@@ -49,6 +58,7 @@ def time_out(s: Suspension, now: datetime) -> bool:
     n = Suspension.objects.filter(pk=s.pk, status=S.PENDING).update(**_timeout_fields(s, now))
     if not n:
         return False
+    _signed(s, now)
     events.record_many([_timeout_event(s)])
     resume_if_group_done(s, now)
     return True
@@ -86,6 +96,8 @@ def expire_overdue(
                 Suspension.objects.filter(pk__in=[s.pk for s in same], status=S.PENDING).update(
                     **_timeout_fields(same[0], now)
                 )
+        for s in overdue:
+            _signed(s, now)
         events.record_many([_timeout_event(s) for s in overdue])
         groups = {s.group for s in overdue}
         open_groups = set(

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, policy, statements
+from agents import events, policy, receipts, statements
 from agents.deadlines import time_out
 from agents.groups import resume_if_group_done
 from agents.hashing import canonical_hash
@@ -47,7 +47,10 @@ def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
 
 
 def decide(
-    suspension: Suspension, user: Any, decision: dict[str, Any], now: datetime | None = None
+    suspension: Suspension,
+    user: Any,
+    decision: dict[str, Any],
+    now: datetime | None = None,
 ) -> Decided:
     """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
     (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
@@ -56,7 +59,10 @@ def decide(
     The policy the suspension was made under is checked here, for every path that decides
     (agents.policy.check), with the thread's and the suspension's rows locked: raises
     Refused, changing nothing. Under a quorum an approval is a vote (a Vote row and
-    SUSPENSION_VOTED) until the last one needed, which decides."""
+    SUSPENSION_VOTED) until the last one needed, which decides. The decision's receipt is
+    signed here too (agents.receipts), with the passkey of a step-up approval in it
+    (`decision["step_up"]`: {"credential", "name"}, put there by approvals.stepup only, after
+    it verified the reviewer's assertion; no API body may carry it)."""
     now = now or timezone.now()
     if "response" in decision and suspension.kind != Suspension.Kind.INPUT:
         fields = {"status": S.RESPONDED, "approved": None, "response": decision["response"]}
@@ -89,6 +95,16 @@ def decide(
                     # What the quorum approved: the latest edit (None: the arguments as sent).
                     fields["modified_args"] = locked.modified_args
                     extra = {"approved_by": votes["approved_by"], "quorum": votes["required"]}
+            # The receipt, signed under the locks (the thread's orders its chain) and written
+            # by the decision's own update: the row is pending and locked, so that update wins.
+            for name, value in fields.items():
+                setattr(locked, name, value)
+            locked.decided_by, locked.decided_at = user, now
+            locked.decided_by_name = getattr(user, "username", "")
+            decider = receipts.person(
+                user, approved_by=extra.get("approved_by"), passkey=decision.get("step_up")
+            )
+            fields["receipt"], fields["receipt_seq"] = receipts.signed(locked, decider)
         won = statements.decide_pending(suspension.pk, now, user, fields)
         if not won:
             current = Suspension.objects.select_related("decided_by").get(pk=suspension.pk)
@@ -98,13 +114,9 @@ def decide(
                 current.refresh_from_db()
             return Decided(current, created=False)
         # The row as the update left it, without reading it back: the locked row it changed
-        # (`won` means it was pending, so `locked` is that row) with the fields it wrote.
+        # (`won` means it was pending, so `locked` is that row), given the fields it wrote
+        # before the receipt was signed.
         current = locked
-        for name, value in fields.items():
-            setattr(current, name, value)
-        current.decided_by = user
-        current.decided_by_name = getattr(user, "username", "")
-        current.decided_at = now
         events.record(
             Event.Type.SUSPENSION_DECIDED,
             thread_id=current.thread_id,

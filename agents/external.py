@@ -21,7 +21,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, grants, policy, presentation, reminders
+from agents import events, grants, policy, presentation, receipts, reminders
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
@@ -164,7 +164,7 @@ def raise_request(
         if by_grant is not None:
             kept["grant"] = by_grant.kept()
             decided = by_grant.fields()
-        s = Suspension.objects.create(
+        s = Suspension(
             thread=thread,
             frame=frame,
             group=uuid.uuid4(),
@@ -188,6 +188,10 @@ def raise_request(
             presentation=shown,
             **decided,
         )
+        if auto is not None or by_grant is not None:
+            # Under the thread's lock (taken above, or the thread is new in this transaction).
+            receipts.issue(s, auto.decider() if auto else by_grant.decider())
+        s.save(force_insert=True)
         where = {"frame": agent.name, "depth": 0, "external_run_id": request.run_id}
         payload = {**suspension_payload(s), **where}
         if decided:
@@ -295,5 +299,7 @@ def request_payload(s: Suspension) -> dict[str, Any]:
         "response": s.response,
         "reason": s.reason or None,
         "decided_by": s.decided_by_name or None,
+        # The decision's signed receipt (agents.receipts): verify it before acting on it.
+        "receipt": s.receipt or None,
         "url": f"/threads/{s.thread_id}/",
     }

@@ -219,6 +219,10 @@ class ByGrant:
             "decided_at": self.now,
         }
 
+    def decider(self) -> dict[str, Any]:
+        """Who decided, as the decision's signed receipt names it (agents.receipts)."""
+        return {"kind": "grant", "grant": str(self.grant.pk), "granted_by": self.who["granted_by"]}
+
     def kept(self) -> dict[str, Any]:
         """Kept in the suspension's policy (like a rule's `auto`): the card names the grant."""
         return {**self.who, "conditions": conditions_text(self.grant.conditions)}

@@ -350,12 +350,20 @@ class Suspension(models.Model):
     args_hash = models.CharField(max_length=64, blank=True)
     agent_version = models.PositiveIntegerField(null=True, blank=True)
     tool_digest = models.CharField(max_length=64, blank=True)
+    # The signed receipt of its decision (agents.receipts): a compact JWS, and its place in
+    # the thread's chain of receipts (1, 2, ...). Unique per thread: two decisions that did
+    # not hold the thread's lock cannot both take the same place and fork the chain.
+    receipt = models.TextField(blank=True, default="")
+    receipt_seq = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["created_at", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["frame", "tool_use_id"], name="suspension_per_tool_use")
+            models.UniqueConstraint(
+                fields=["frame", "tool_use_id"], name="suspension_per_tool_use"
+            ),
+            models.UniqueConstraint(fields=["thread", "receipt_seq"], name="receipt_per_place"),
         ]
         indexes = [
             # agents.grants.proposal: the approvals of the same arguments within a day.
@@ -414,6 +422,8 @@ class Suspension(models.Model):
             "response": self.response,
             "decided_by": self.decided_by_name or None,
             "decided_at": self.decided_at.isoformat() if self.decided_at else None,
+            # The signed receipt (agents.receipts); None for a decision made before receipts.
+            "receipt": self.receipt or None,
         }
 
 
@@ -523,6 +533,8 @@ class Event(models.Model):
         GRANT_USED = "GRANT_USED"
         GRANT_REVOKED = "GRANT_REVOKED"
         GRANT_EXPIRED = "GRANT_EXPIRED"
+        # A receipt signing key was made (the first, or by manage.py rotate_receipt_key).
+        RECEIPT_KEY_ROTATED = "RECEIPT_KEY_ROTATED"
 
     id = models.BigAutoField(primary_key=True)
     # PROTECT: a thread or suspension with a trail is never deleted (the trail is
@@ -573,6 +585,37 @@ class Event(models.Model):
             "created_at": self.created_at.isoformat(),
             "actor": self.actor_name or None,
         }
+
+
+class ReceiptKey(models.Model):
+    """A key that signs decisions' receipts (agents.receipt_keys): the current one signs,
+    the older ones stay published at /.well-known/jwks.json so their receipts still verify.
+
+    Kept in the database, not in a file beside the data: every machine of a deployment
+    signs, and every one serves the JWKS, so they must all see the same keys; the database is
+    the one thing they already share. The private half is encrypted with a key derived from
+    SECRET_KEY (which every machine shares too), so a copy of the database alone cannot sign.
+    """
+
+    kid = models.CharField(max_length=64, unique=True)
+    # The public key as a JWK (kty OKP, crv Ed25519, x): published as is.
+    public_jwk = models.JSONField()
+    # The private key (raw 32 bytes), Fernet-encrypted under SECRET_KEY.
+    private_sealed = models.TextField()
+    current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            # One current key: two machines making the first key at once, one wins.
+            models.UniqueConstraint(
+                fields=["current"], condition=Q(current=True), name="one_current_receipt_key"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.kid
 
 
 class LiveText(models.Model):

@@ -89,6 +89,10 @@ class Automatic:
     def payload(self) -> dict[str, Any]:
         return {"by": "policy", "key": self.key, "index": self.index, "rule": self.text}
 
+    def decider(self) -> dict[str, Any]:
+        """Who decided, as the receipt says it (agents.receipts)."""
+        return {"kind": "rule", "key": self.key, "index": self.index, "rule": self.text}
+
 
 def automatic(policy: dict[str, Any], args: Any) -> Automatic | None:
     """The decision the rules take on `args`, or None when a person must decide."""

@@ -248,9 +248,10 @@ _LOCK_SUSPENSION = Compiled(
 
 
 # A pending suspension, before its deadline, approved or rejected by a person (decide).
-_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args"}
+# The receipt (agents.receipts) is signed before, under the same locks, and written with it.
+_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args", "receipt", "receipt_seq"}
 _DECIDE = CompiledUpdate(
-    lambda pk, now, by, name, status, approved, reason, args: (
+    lambda pk, now, by, name, status, approved, reason, args, receipt, seq: (
         Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         ),
@@ -262,6 +263,8 @@ _DECIDE = CompiledUpdate(
             "approved": approved,
             "reason": reason,
             "modified_args": args,
+            "receipt": receipt,
+            "receipt_seq": seq,
         },
     ),
     uuid.UUID(int=1),
@@ -272,6 +275,8 @@ _DECIDE = CompiledUpdate(
     True,
     "(reason)",
     {"(modified args)": 1},
+    "(receipt)",
+    -7332,
 )
 
 
@@ -306,13 +311,15 @@ def decide_pending(
     suspension_id: uuid.UUID, now: datetime, user: Any, columns: dict[str, Any]
 ) -> int:
     """A person's decision of a pending suspension before its deadline: `columns` is what it
-    sets (status, approved, reason and modified_args for an approval or a rejection; status,
-    approved and response for an answer). 1 when this call decided it."""
+    sets (status, approved, reason, modified_args and the receipt for an approval or a
+    rejection; status, approved, response and the receipt for an answer). 1 when this call
+    decided it."""
     by, name = getattr(user, "pk", None), getattr(user, "username", "")
     if columns.keys() == _DECIDED_FIELDS and by is not None:
         # An approval or a rejection by a person's account: compiled once.
         values = (columns["status"], columns["approved"], columns["reason"])
-        return _DECIDE.run(suspension_id, now, by, name, *values, columns["modified_args"])
+        signed = (columns["modified_args"], columns["receipt"], columns["receipt_seq"])
+        return _DECIDE.run(suspension_id, now, by, name, *values, *signed)
     # An answer, or a decision with no account behind it: a statement of another shape.
     return (
         Suspension.objects.filter(pk=suspension_id, status=S.PENDING)

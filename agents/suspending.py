@@ -7,7 +7,16 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from agents import grants, policy, presentation, reminders, run_status, statements, versions
+from agents import (
+    grants,
+    policy,
+    presentation,
+    receipts,
+    reminders,
+    run_status,
+    statements,
+    versions,
+)
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
 from agents.runtime.turn import Frame, TurnResult
@@ -102,6 +111,10 @@ class SuspendSteps:
                     policy=kept,
                     **decided,
                 )
+                if auto is not None or by_grant is not None:
+                    # Signed before the insert, which writes it (the thread's row is locked:
+                    # _end or _renew above).
+                    receipts.issue(s, auto.decider() if auto else by_grant.decider())
                 insert([s])  # as s.save() would, through a statement written once
                 payload = {**suspension_payload(s), **self._where()}
                 if decided:

@@ -42,6 +42,8 @@ EXPORT_FIELDS = [
     "response",
     "resumed_at",
     "thread_status",
+    # The decision's signed receipt (agents.receipts): manage.py verify_receipts --export.
+    "receipt",
 ]
 
 
@@ -95,6 +97,7 @@ def record(s: Suspension) -> dict[str, Any]:
         "response": s.response,
         "resumed_at": s.resumed_at.isoformat() if s.resumed_at else None,
         "thread_status": s.thread.status,
+        "receipt": s.receipt or None,
     }
 
 

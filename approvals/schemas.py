@@ -36,6 +36,11 @@ class Decision(Answer):
     response: str | None
     decided_by: str | None
     decided_at: str | None
+    receipt: str | None = Field(
+        description="The decision's signed receipt: a compact JWS (EdDSA) checked with the "
+        "keys at /.well-known/jwks.json (docs/receipts.md); null for a decision made before "
+        "receipts."
+    )
 
 
 class Suspension(Answer):

@@ -451,6 +451,10 @@ THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 # A thread that should run but has not been picked up for this long is enqueued again.
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
+# A process reads the current receipt signing key this often, not at every decision: after
+# manage.py rotate_receipt_key another machine signs with the old key (still published) for at
+# most this long (agents.receipt_keys). 0: read at every signing.
+RECEIPT_KEY_CACHE_SECONDS = envint("RECEIPT_KEY_CACHE_SECONDS", 60)
 # One beat sends the sweeps at a time, whatever the number of machines: it holds a lease of this
 # many seconds, renewed at each tick; a beat that dies or hangs loses it, and a waiting beat takes
 # over within this time (gateway.beat, infra.beat_lease). Keep the machines' clocks synchronised.

@@ -14,6 +14,9 @@ os.environ.setdefault(
 )
 os.environ.setdefault("GATEWAY_QUEUE", f"gateway-{_run}")
 os.environ.setdefault("GATEWAY_PREFIX", f"gw{_run}")
+# The servers a test starts read the receipts' signing key at each signing: a test's flush
+# makes a new key, and a server process outlives the test (agents.receipt_keys).
+os.environ.setdefault("RECEIPT_KEY_CACHE_SECONDS", "0")
 # Some tests race 20 requests in one process; each holds a pooled connection meanwhile.
 os.environ.setdefault("DATABASE_POOL_SIZE", "24")
 

@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from a2a_server.card import agent_card
-from approvals import openapi
+from approvals import jwks, openapi
 from approvals.api import (
     decisions,
     events,
@@ -49,6 +49,8 @@ urlpatterns = [
     path("api/", include(api_patterns)),
     # A2A: the agent card; the JSON-RPC endpoint /a2a is served beside Django (gateway.asgi).
     path(".well-known/agent-card.json", agent_card, name="agent_card"),
+    # The public keys of the decisions' signed receipts (agents.receipts).
+    path(".well-known/jwks.json", jwks.jwks, name="jwks"),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on pages that name no icon (the admin's): the vendored one.
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),

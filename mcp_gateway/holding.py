@@ -26,6 +26,8 @@ from mcp_gateway import actions, forward
 
 SAFETY_POLL = 1.0
 PROGRESS_SECONDS = 5.0
+# The key of a decided request's signed receipt in an answer's `_meta` (agents.receipts).
+RECEIPT_META = "io.github.approval-gateway/receipt"
 
 # The answer to a decided request, or None while it is not ready (an approved call whose
 # upstream call a worker has yet to make).
@@ -56,7 +58,7 @@ async def hold(
                 found = await answer(s)
                 if found is not None:
                     await blocking(external.acknowledge)(s, user)
-                    return found
+                    return with_receipt(found, s)
             now = time.monotonic()
             left = deadline - now
             if left <= 0 or waiter.revoked:
@@ -66,6 +68,14 @@ async def hold(
                 said = await blocking(who_decides)(s) if s.pending else "Approved; calling it."
                 await progress(now - started, said)
             await wait_event(waiter.woken, min(SAFETY_POLL, left))
+
+
+def with_receipt(result: types.CallToolResult, s: Suspension) -> types.CallToolResult:
+    """The answer with the decision's signed receipt in its `_meta`, for the client to check
+    against /.well-known/jwks.json before it acts."""
+    if not s.receipt:
+        return result
+    return result.model_copy(update={"meta": {**(result.meta or {}), RECEIPT_META: s.receipt}})
 
 
 def who_decides(s: Suspension) -> str:

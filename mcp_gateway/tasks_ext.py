@@ -52,7 +52,7 @@ def _iso(moment: datetime) -> str:
 
 def refusal(s: Suspension) -> dict[str, Any]:
     """The tool result of a request that was not approved, as the held call says it."""
-    return dump(holding.refused(s))
+    return dump(holding.with_receipt(holding.refused(s), s))
 
 
 def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
@@ -79,7 +79,11 @@ def state(s: Suspension, call: UpstreamCall | None) -> dict[str, Any]:
         return {**task, "status": "completed", "statusMessage": message, "result": refusal(s)}
     if call is None or call.state != UpstreamCall.State.DONE or call.result is None:
         return {**task, "status": "working", "statusMessage": "approved; calling the upstream"}
-    done = {"status": "completed", "statusMessage": "Approved and run.", "result": call.result}
+    result = call.result
+    if s.receipt:
+        # The decision's signed receipt beside the upstream's answer, as a held call has it.
+        result = {**result, "_meta": {**result.get("_meta", {}), holding.RECEIPT_META: s.receipt}}
+    done = {"status": "completed", "statusMessage": "Approved and run.", "result": result}
     return {**task, **done}
 
 

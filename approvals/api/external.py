@@ -212,6 +212,10 @@ class ExternalRequest(SuspensionModel):
     response: str | None = Field(description="A question's answer.")
     reason: str | None
     decided_by: str | None
+    receipt: str | None = Field(
+        description="The decision's signed receipt (a compact JWS): check it with "
+        "/.well-known/jwks.json before acting on the decision (docs/receipts.md)."
+    )
     url: str = Field(description="The run's page in the gateway.")
 
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from a2a.types import InvalidParamsError, TaskState, UnsupportedOperationError
 
+from agents import receipt_keys, receipts
+from agents.hashing import canonical_hash
 from agents.models import Event, Suspension
 from demo.models import DemoAction
 from tests.a2a.conftest import Gateway, data_of, message, run, sent
@@ -136,8 +138,14 @@ class DecisionsTestCase:
                 "approved": True,
                 "reason": "half now",
                 "modifiedArgs": edited,
+                # Its signed receipt (agents.receipts), checked with the published keys alone.
+                "receipt": s.receipt,
             }
         }
+        claims = receipts.verify(s.receipt, receipt_keys.jwks())
+        assert claims["decider"]["name"] == "alice" and claims["args_hash"] == canonical_hash(
+            edited
+        )
 
         # The same decision again is harmless; a different one learns what was decided.
         again = decide(

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from agents import external, grants, policy
+from agents import external, grants, policy, receipts
 from agents.models import AgentDefinition, Event, Grant, Suspension, Thread
 from tests.approvals.test_policy import PolicyTestCase
 from tests.external.test_requests_api import Caller, ask
@@ -81,6 +81,10 @@ class GrantsTestCase:
             assert decided.payload["by"] == "grant" and decided.payload["decided_by"] == "grant"
             assert decided.actor is None and used.payload["left"] == left
             assert body["policy"]["grant"]["id"] == made["id"]
+            # Its signed receipt names the grant and its maker (agents.receipts).
+            jwks = self.reviewer.get("/.well-known/jwks.json").json()
+            decider = receipts.verify(decided.payload["receipt"], jwks)["decider"]
+            assert decider == {"kind": "grant", "grant": made["id"], "granted_by": "alice"}
         # Its count is spent: the next one waits for a person.
         assert self.request()["status"] == "pending"
         assert Grant.objects.get(pk=made["id"]).uses == 2

@@ -10,7 +10,7 @@ from django.test import Client
 
 from access import ratelimits
 from access.models import ApiToken, Scope
-from agents import decisions
+from agents import decisions, receipt_keys, receipts
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, Suspension, Thread, Vote
 from approvals.api import bodies
@@ -200,7 +200,12 @@ class AuditTestCase(BulkTestCase):
                 type=Event.Type.AGENT_SUSPENDED
             )
             return [
-                (e.type, e.actor_id, {k: v for k, v in e.payload.items() if k != "decided_at"})
+                # The time and the signed receipt (which covers the request's id) differ.
+                (
+                    e.type,
+                    e.actor_id,
+                    {k: v for k, v in e.payload.items() if k not in ("decided_at", "receipt")},
+                )
                 for e in rows.order_by("id")
             ]
 
@@ -214,6 +219,8 @@ class AuditTestCase(BulkTestCase):
         assert [t for t, _, _ in expected][:1] == [Event.Type.SUSPENSION_DECIDED]
         for s in listed:
             assert trail(s) == expected
+            s.refresh_from_db()
+            assert s.receipt and receipts.verify(s.receipt, receipt_keys.jwks())
 
 
 class QuorumTestCase(BulkTestCase):

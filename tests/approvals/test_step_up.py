@@ -12,6 +12,7 @@ from django.conf import settings
 from django.test import Client
 
 from access.models import Passkey
+from agents import receipts
 from agents.chain import verify
 from agents.models import AgentDefinition, Event, Suspension
 from agents.rules import PolicyError, check_policy
@@ -174,6 +175,10 @@ class StepUpTestCase:
         assert (self.s.status, self.s.decided_by_name) == ("approved", "alice")
         [event] = decided(self.s)
         assert event.payload["passkey"] == {"credential": self.key.id, "name": "Laptop"}
+        # The signed receipt says so too (agents.receipts), checked with the published keys.
+        jwks = self.alice.client.get("/.well-known/jwks.json").json()
+        claims = receipts.verify(self.s.receipt, jwks)
+        assert claims["decider"]["passkey"] == {"credential": self.key.id, "name": "Laptop"}
         row = Passkey.objects.get(credential_id=self.key.id)
         assert row.sign_count == 1 and row.last_used_at is not None
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from playwright.sync_api import expect
 
 from agents.models import Thread
@@ -89,3 +90,31 @@ class AuditPageTestCase:
         response = page.goto(self.site.url("/audit/"))
         assert response.status == 403
         expect(page.locator("h1")).to_have_text("Not allowed")
+
+    def test_a_page_decision_s_receipt_verifies_with_the_served_keys(self, tmp_path: Any) -> None:
+        s = pending_of(start(self.api, "payer"))
+        reviewer = self.site.login("reviewer")
+        card(reviewer, s).get_by_role("button", name="Approve", exact=True).click()
+        expect(gone(reviewer, s)).to_be_visible()
+        admin = self.site.login("admin")
+        admin.goto(self.site.url("/audit/"))
+        shown = admin.locator(f"#a-{s.id} details.receipt")
+        shown.locator("summary").click()
+        s.refresh_from_db()
+        expect(shown.locator("pre.jws")).to_have_text(s.receipt)
+        with admin.expect_download() as download:
+            admin.click("#export-jsonl")
+        [row] = [json.loads(line) for line in open(download.value.path()).read().splitlines()]
+        assert row["id"] == str(s.id) and row["receipt"]
+        # The served keys and the export alone (manage.py verify_receipts fetches the URL).
+        out = tmp_path / "out.txt"
+        with out.open("w") as stdout:
+            call_command(
+                "verify_receipts",
+                "--jwks",
+                self.site.url("/.well-known/jwks.json"),
+                "--export",
+                str(download.value.path()),
+                stdout=stdout,
+            )
+        assert "OK 1 receipts verified" in out.read_text()

@@ -13,8 +13,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, Implementation
 
-from agents import deadlines
+from agents import deadlines, receipt_keys, receipts
 from agents.agentfiles import AgentFileError
+from agents.hashing import canonical_hash
 from agents.models import Suspension
 from mcp_gateway import upstreams
 from tests.conftest import wait_for
@@ -82,6 +83,11 @@ class OwnToolsTestCase:
         assert result.structured_content["arguments"] == {"to": "team@example.com"}
         assert result.structured_content["request"] == s["id"]
         request = Suspension.objects.get()
+        # The decision's signed receipt in the answer's _meta (agents.receipts).
+        receipt = result.meta["io.github.approval-gateway/receipt"]
+        assert receipt == request.receipt
+        claims = receipts.verify(receipt, receipt_keys.jwks())
+        assert claims["args_hash"] == canonical_hash({"to": "team@example.com"})
         assert request.kind == "confirmation" and request.tool_name == "send_email"
         assert request.prompt == "Mail everyone?"
         assert request.thread.created_by == self.caller

@@ -13,8 +13,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from a2a_server.models import PushNotificationConfig
-from agents import events
+from agents import decisions, events, receipt_keys, receipts
 from agents.models import AgentDefinition, Event, Thread
+from tests.approvals import state
 from tests.webhooks.receiver import closed_port_url
 from webhooks import fanout, outbox
 from webhooks.models import Attempt, Delivery, Subscription
@@ -36,6 +37,7 @@ def send(d: Delivery, box: Outbox | None = None) -> str:
 class OutboxTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, users: dict[str, Any], webhook_settings: Any, receiver: Any) -> None:
+        self.users = users
         self.owner = users["admin"]
         self.owner.email = "admin@example.com"
         self.owner.save()
@@ -238,3 +240,16 @@ class OutboxTestCase:
         assert time.monotonic() - started < 3
         d.refresh_from_db()
         assert d.last_error == "DeliveryTimeout: no whole answer within 1 s" and d.retries == 1
+
+    def test_a_decision_s_webhook_carries_its_signed_receipt(self) -> None:
+        s = self.subscribe("")
+        r = self.start_receiver(secret=s.secret)
+        Subscription.objects.filter(pk=s.pk).update(url=r.url)
+        _, [pending] = state.suspended(self.owner)
+        decided = decisions.decide(pending, self.users["reviewer"], {"approved": True})
+        [d] = fanned_out(s, event__type=Event.Type.SUSPENSION_DECIDED)
+        assert send(d) == "succeeded"
+        [got] = r.requests
+        receipt = got.json["payload"]["receipt"]
+        assert receipt == decided.suspension.receipt
+        assert receipts.verify(receipt, receipt_keys.jwks())["suspension"] == str(pending.pk)

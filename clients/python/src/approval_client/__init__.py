@@ -11,11 +11,17 @@ from approval_client.client import (
     TimedOut,
 )
 from approval_client.decorators import ask_human, ask_human_async, require_approval
+from approval_client.receipts import ReceiptInvalid
+
+# A decided request: `Decision.receipt`, `Decision.verify_receipt(jwks)`.
+Decision = Request
 
 __all__ = [
     "AsyncGateway",
     "Gateway",
+    "Decision",
     "GatewayError",
+    "ReceiptInvalid",
     "Rejected",
     "Request",
     "Retry",

@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from approval_client import receipts
+
 CONFIRMATION = "confirmation"
 INPUT = "input"
 # The longest one long poll waits (the gateway answers by then, at most 60 s).
@@ -73,6 +75,8 @@ class Request:
     decided_by: str | None
     idempotency_key: str
     raw: dict[str, Any] = field(repr=False, compare=False)
+    # The decision's signed receipt (a compact JWS); None while pending.
+    receipt: str | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, body: dict[str, Any]) -> "Request":
@@ -89,11 +93,34 @@ class Request:
             decided_by=body.get("decided_by"),
             idempotency_key=body.get("idempotency_key", ""),
             raw=body,
+            receipt=body.get("receipt"),
         )
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    def verify_receipt(self, jwks: dict[str, Any]) -> dict[str, Any]:
+        """Check the decision's receipt with the gateway's public keys (`jwks`: the JSON of
+        its /.well-known/jwks.json, e.g. Gateway.jwks()) before acting on it: signed by one
+        of them, about this request, with this outcome and, once approved, these arguments.
+        Returns the receipt's claims (who decided: `claims["decider"]`); raises
+        ReceiptInvalid otherwise."""
+        if not self.receipt:
+            raise receipts.ReceiptInvalid(f"request {self.id} has no receipt ({self.status})")
+        claims = receipts.verify(self.receipt, jwks)
+        decision = claims.get("decision") or {}
+        if claims.get("suspension") != self.id:
+            raise receipts.ReceiptInvalid(f"the receipt is about {claims.get('suspension')}")
+        if decision.get("status") != self.status or decision.get("approved") != self.approved:
+            raise receipts.ReceiptInvalid(
+                f"the receipt says {decision.get('status')}, the answer says {self.status}"
+            )
+        if self.arguments is not None and claims.get("args_hash") != receipts.canonical_hash(
+            self.arguments
+        ):
+            raise receipts.ReceiptInvalid("the arguments are not the ones the receipt approved")
+        return claims
 
     def outcome(self) -> "Request":
         """This request if it was approved; raises Rejected or TimedOut otherwise."""
@@ -232,6 +259,10 @@ class Gateway:
             return _decode(response)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def jwks(self) -> dict[str, Any]:
+        """The gateway's public keys (/.well-known/jwks.json), for Request.verify_receipt."""
+        return self._call("GET", "/.well-known/jwks.json")
+
     def raise_request(
         self,
         tool: str,
@@ -355,6 +386,10 @@ class AsyncGateway:
                 continue
             return _decode(response)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def jwks(self) -> dict[str, Any]:
+        """The gateway's public keys (/.well-known/jwks.json), for Request.verify_receipt."""
+        return await self._call("GET", "/.well-known/jwks.json")
 
     async def raise_request(
         self,
