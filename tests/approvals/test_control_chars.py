@@ -60,6 +60,8 @@ class ControlCharsPagesTestCase:
         assert f"DE44 {MARKER}9876 5432" in card
         assert "\\u202e9876" in card  # the argument editor holds the JSON escape
         assert RLO not in html
+        # The grant form offers no condition on that argument: its field would carry it whole.
+        assert 'data-arg="to_account"' not in card and 'data-arg="amount"' in card
 
     def test_the_thread_page_and_the_audit_trail_show_the_marker(self) -> None:
         decisions.decide(
