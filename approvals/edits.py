@@ -16,7 +16,7 @@ from access.permissions import require
 from agents import policy, presentation
 from agents.models import Suspension
 from approvals.api.decisions import parse_decision
-from approvals.cards import card
+from approvals.cards import card, grant_form
 from approvals.http import BadRequest, bad_request, json_body, parse_uuid
 from approvals.templatetags.cards import diff_rows, field_order
 from approvals.templatetags.visible import CONTROL
@@ -187,3 +187,20 @@ def review_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
         "approvals/_edit_review.html", {"rows": rows, "said": said}, request=request
     )
     return JsonResponse({"changed": changed, "html": html}, headers={"Cache-Control": "no-store"})
+
+
+@require_http_methods(["GET"])
+@login_required
+def grant_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
+    """A card's "Approve and grant…" form (approvals.cards.grant_form), fetched when the
+    reviewer opens it: drawn on every card, a thousand of them would outweigh the inbox
+    (tests/approvals/test_display_limits.py). 404 when this reviewer may not grant it."""
+    s = _pending(request, suspension_id)
+    form = grant_form(s, policy.Viewer.of(request.user))
+    if form is None:
+        raise Http404
+    c = {"agent": s.agent_name, "tool": s.tool_name, "grant_form": form}
+    response = render(request, "approvals/_grant_box.html", {"c": c})
+    response["Cache-Control"] = "no-store"
+    return response
+

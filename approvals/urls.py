@@ -26,6 +26,11 @@ urlpatterns = [
         name="fragment_form",
     ),
     path(
+        "fragments/suspensions/<str:suspension_id>/grant",
+        edits.grant_fragment,
+        name="fragment_grant",
+    ),
+    path(
         "fragments/threads/<str:thread_id>/entries",
         fragments.entries_fragment,
         name="fragment_entries",

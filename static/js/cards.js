@@ -41,7 +41,7 @@
   // while it stays pending. [part, where a lazy one goes, before it or inside].
   var CARRIED = [
     [".reject-box"],
-    [".grant-box"],
+    [".grant-box", ".decide-part .buttons", "after"],
     [".edit-box", ".only-confirmation .shortcuts", "before"],
     [".respond-box", ".only-confirmation .shortcuts", "before"],
     [".extend-box", ".extend-part", "inside"],
@@ -64,6 +64,7 @@
       else if (part[1] && fresh.querySelector(part[1])) {
         var anchor = fresh.querySelector(part[1]);
         if (part[2] === "before") anchor.before(mine);
+        else if (part[2] === "after") anchor.after(mine);
         else anchor.appendChild(mine);
       } else return;
       var toggle = fresh.querySelector("[data-action=" + TOGGLES[part[0]] + "]");
@@ -337,6 +338,21 @@
     }
   }
 
+  /* The card's "Approve and grant…" form, fetched the first time it is opened (the server
+     draws it: GET /fragments/suspensions/<id>/grant), and put after the buttons; a card drawn
+     again keeps it there (carry). */
+  function grantBox(card) {
+    if (card.querySelector(".grant-box")) return Promise.resolve(true);
+    return get("/fragments/suspensions/" + encodeURIComponent(card.dataset.id) + "/grant").then(function (html) {
+      if (html === null || card.querySelector(".grant-box")) return Boolean(card.querySelector(".grant-box"));
+      var box = parse(html).firstElementChild;
+      var buttons = card.querySelector(".decide-part .buttons");
+      if (!box || !buttons) return false;
+      buttons.after(box);
+      return true;
+    }, function () { return false; });
+  }
+
   /* The thread's recent history, on demand, as the server renders it. */
   function showHistory(card, button) {
     var box = card.querySelector(".history");
@@ -382,7 +398,9 @@
     } else if (action === "confirm-reject") {
       send(card, { approved: false, reason: card.querySelector("input[name=reason]").value.trim() });
     } else if (action === "grant") {
-      toggle(card, button, ".grant-box");
+      grantBox(card).then(function (found) {
+        if (found) toggle(card, button, ".grant-box");
+      });
     } else if (action === "confirm-grant") {
       if (edits().pending(card)) return;
       grant(card);

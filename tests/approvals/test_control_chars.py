@@ -61,7 +61,9 @@ class ControlCharsPagesTestCase:
         assert "\\u202e9876" in card  # the argument editor holds the JSON escape
         assert RLO not in html
         # The grant form offers no condition on that argument: its field would carry it whole.
-        assert 'data-arg="to_account"' not in card and 'data-arg="amount"' in card
+        form = self.client.get(f"/fragments/suspensions/{self.s.id}/grant").content.decode()
+        assert 'data-arg="to_account"' not in form and 'data-arg="amount"' in form
+        assert RLO not in form
 
     def test_the_thread_page_and_the_audit_trail_show_the_marker(self) -> None:
         decisions.decide(
