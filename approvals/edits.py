@@ -203,4 +203,3 @@ def grant_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
     response = render(request, "approvals/_grant_box.html", {"c": c})
     response["Cache-Control"] = "no-store"
     return response
-
