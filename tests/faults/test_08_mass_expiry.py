@@ -50,12 +50,12 @@ INSERT INTO agents_suspension (id, thread_id, frame_id, "group", agent_name, lin
     modified_args, response, decided_by_id, decided_by_name, decided_at, timeout, expires_at,
     on_timeout, resumed_at, created_at, reminders, reminders_sent, escalate_to,
     extended_by_name, extension_reason, policy, args_hash, tool_digest, ignored_by_name,
-    presentation)
+    presentation, receipt)
 SELECT m.suspension, m.thread, f.id, m.grp, 'pay', 'main', m.tool_use, 'transfer_funds',
     %(input)s::jsonb, '{"type": "object"}'::jsonb, 'confirmation', 'Paying the invoice.',
     'pending', NULL, '', NULL, NULL, NULL, '', NULL, 60,
     now() - interval '1 second' * (1 + m.n %% 50), 'reject', NULL, now() - interval '1 hour',
-    '[]'::jsonb, 0, '', '', '', '{}'::jsonb, '', '', '', '{}'::jsonb
+    '[]'::jsonb, 0, '', '', '', '{}'::jsonb, '', '', '', '{}'::jsonb, ''
 FROM mass m JOIN agents_stackframe f ON f.thread_id = m.thread;
 """
 

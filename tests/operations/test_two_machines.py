@@ -162,6 +162,9 @@ def deployment(tmp_path: Path):
         WORKER_CONCURRENCY="1",
         METRICS_TOKEN=METRICS_TOKEN,
         PYTHONPATH=str(ROOT),
+        # The same SECRET_KEY on every machine (docs/operations.md): the receipts' signing
+        # key is sealed under it in the shared database, and each machine signs decisions.
+        SECRET_KEY=f"two-machines-{run}-{os.urandom(16).hex()}",
     )
     manage = [sys.executable, "manage.py"]
     setup_env = {**env, "GATEWAY_DATA_DIR": str(tmp_path / "setup")}
