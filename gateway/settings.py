@@ -595,6 +595,9 @@ LOGGING = {
         "django.channels.server": {"level": "WARNING"},
         # django-axes says "BEGIN" at every start of every command.
         "axes.apps": {"level": "WARNING"},
+        # The HTTP clients log every request at INFO: a line per relayed MCP call.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
     },
 }
 

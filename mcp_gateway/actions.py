@@ -131,6 +131,35 @@ def reread(pk: UUID) -> Suspension:
     return Suspension.objects.select_related("thread").get(pk=pk)
 
 
+def called(
+    user: Any,
+    upstream: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: dict[str, Any],
+    seconds: float,
+    s: Suspension | None = None,
+    outcome: str | None = None,
+) -> Event:
+    """MCP_TOOL_CALLED, not yet written: who called which tool, with what (its hash), how
+    long, and how it ended. The arguments themselves are the request's, when one was raised."""
+    return Event(
+        type=Event.Type.MCP_TOOL_CALLED,
+        thread_id=s.thread_id if s else None,
+        suspension_id=s.pk if s else None,
+        actor=user,
+        actor_name=getattr(user, "username", ""),
+        payload={
+            "agent": upstream,
+            "tool": tool,
+            "args_hash": canonical_hash(arguments),
+            "duration_ms": round(seconds * 1000, 1),
+            "outcome": outcome or ("error" if result.get("isError") else "ok"),
+            "gated": s is not None,
+        },
+    )
+
+
 def record(
     user: Any,
     upstream: str,
@@ -141,23 +170,14 @@ def record(
     s: Suspension | None = None,
     outcome: str | None = None,
 ) -> None:
-    """MCP_TOOL_CALLED: who called which tool, with what (its hash), how long, and how it
-    ended. The arguments themselves are the request's, when one was raised."""
+    """Write a call's MCP_TOOL_CALLED now (`called`)."""
+    record_calls([called(user, upstream, tool, arguments, result, seconds, s, outcome)])
+
+
+def record_calls(written: list[Event]) -> None:
+    """Write calls' events (`called`) in one transaction, chained in list order."""
     with transaction.atomic():
-        events.record(
-            Event.Type.MCP_TOOL_CALLED,
-            thread_id=s.thread_id if s else None,
-            suspension_id=s.pk if s else None,
-            actor=user,
-            payload={
-                "agent": upstream,
-                "tool": tool,
-                "args_hash": canonical_hash(arguments),
-                "duration_ms": round(seconds * 1000, 1),
-                "outcome": outcome or ("error" if result.get("isError") else "ok"),
-                "gated": s is not None,
-            },
-        )
+        events.record_many(written)
 
 
 def done_result(s: Suspension) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from access.revocation import Credential
 from agents import external
 from agents.models import Suspension
 from infra.aio import blocking
-from mcp_gateway import actions, elicitation, forward, holding, runner
+from mcp_gateway import actions, audit, elicitation, forward, holding, runner
 from mcp_gateway.models import Upstream
 
 
@@ -32,7 +32,8 @@ async def immediate(
     asks = elicitation.callback(upstream, user, tool, credential)
     result = await forward.call(upstream, tool, arguments, elicit=asks)
     seconds = time.monotonic() - started
-    await blocking(actions.record)(user, upstream.name, tool, arguments, dump(result), seconds)
+    # Its event is written just after the answer (mcp_gateway.audit).
+    audit.later(user, upstream.name, tool, arguments, dump(result), seconds)
     return result
 
 

@@ -7,9 +7,11 @@ import hashlib
 import ssl
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
+import jsonschema
 import mcp_types as types
 from django.conf import settings
 from mcp import Client
@@ -21,8 +23,37 @@ from mcp_gateway import client_priming, sessions
 from mcp_gateway.models import Upstream
 from mcp_gateway.upstreams import expand
 
-# upstream name -> (monotonic time it was read, its address, its tools in its order)
-_tools: dict[str, tuple[float, str, list[types.Tool]]] = {}
+
+@dataclass
+class Listing:
+    """An upstream's tools as read at `read` (monotonic) from `address`, in its order, with
+    each tool's arguments validator, compiled when first needed (a call checks its arguments
+    against the tool's input schema; compiling the schema each time was a tenth of a call)."""
+
+    read: float
+    address: str
+    tools: list[types.Tool]
+    named: dict[str, types.Tool] = field(init=False)
+    validators: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.named = {t.name: t for t in self.tools}
+
+    def problem(self, tool: types.Tool, arguments: dict[str, Any]) -> str | None:
+        """Why `arguments` fail `tool`'s input schema (the first error), or None."""
+        check = self.validators.get(tool.name)
+        if check is None:
+            schema = tool.input_schema
+            check = self.validators[tool.name] = jsonschema.validators.validator_for(schema)(schema)
+        first = next(check.iter_errors(arguments), None)
+        if first is None:
+            return None
+        where = ".".join(str(p) for p in first.absolute_path) or "arguments"
+        return f"{where}: {first.message}"
+
+
+# upstream name -> its tools, as last read
+_tools: dict[str, Listing] = {}
 
 
 @functools.cache
@@ -65,13 +96,29 @@ async def _http_transport(upstream: Upstream) -> AsyncIterator[Any]:
 
 async def tools(upstream: Upstream) -> list[types.Tool]:
     """The upstream's tools, in its order, kept MCP_TOOLS_CACHE_SECONDS."""
-    kept = _tools.get(upstream.name)
-    if (
-        kept
-        and kept[1] == _address(upstream)
-        and time.monotonic() - kept[0] < settings.MCP_TOOLS_CACHE_SECONDS
-    ):
-        return kept[2]
+    return (await listing(upstream)).tools
+
+
+def kept(upstream: Upstream) -> Listing | None:
+    """The upstream's tools as last read, if that was within MCP_TOOLS_CACHE_SECONDS from
+    its present address."""
+    last = kept_named(upstream.name)
+    return last if last is not None and last.address == _address(upstream) else None
+
+
+def kept_named(name: str) -> Listing | None:
+    """The tools of the upstream of this name as last read, if that was within
+    MCP_TOOLS_CACHE_SECONDS."""
+    last = _tools.get(name)
+    if last is not None and time.monotonic() - last.read < settings.MCP_TOOLS_CACHE_SECONDS:
+        return last
+    return None
+
+
+async def listing(upstream: Upstream) -> Listing:
+    """The upstream's tools, kept MCP_TOOLS_CACHE_SECONDS (read again after that)."""
+    if (last := kept(upstream)) is not None:
+        return last
     listed: list[types.Tool] = []
     async with _client(upstream) as client:
         cursor = None
@@ -81,8 +128,8 @@ async def tools(upstream: Upstream) -> list[types.Tool]:
             cursor = page.next_cursor
             if not cursor:
                 break
-    _tools[upstream.name] = (time.monotonic(), _address(upstream), listed)
-    return listed
+    read = _tools[upstream.name] = Listing(time.monotonic(), _address(upstream), listed)
+    return read
 
 
 async def call(
@@ -102,8 +149,8 @@ async def call(
         # The client checks a result against the tool's output schema, listing the tools
         # first when its session has not: it gets them from this module's list instead.
         listed = _tools.get(upstream.name)
-        if listed and listed[1] == _address(upstream):
-            client_priming.know_tools(client.session, listed[2])
+        if listed and listed.address == _address(upstream):
+            client_priming.know_tools(client.session, listed.tools)
 
     try:
         return await sessions.call(

@@ -67,19 +67,16 @@ def wants_progress(body: bytes) -> bool:
     )
 
 
-async def handle(server: Server[Any], scope: dict[str, Any], receive: Any, send: Any) -> None:
-    """Hand the request to the SDK, with the manager its body asks for."""
-    if scope.get("method") != "POST":
-        manager = await sessions.started(server, streamed=False)
-        await manager.handle_request(scope, receive, send)
-        return
+async def body(scope: dict[str, Any], receive: Any, send: Any) -> bytes | None:
+    """A POST's body, read whole; None when it was answered here instead (over
+    DATA_UPLOAD_MAX_MEMORY_SIZE: 413) or its client left before it came."""
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return  # the client went away before its body came
+            return None  # the client went away before its body came
         chunks.append(message.get("body", b""))
         size += len(chunks[-1])
         if limit is not None and size > limit:
@@ -92,19 +89,31 @@ async def handle(server: Server[Any], scope: dict[str, Any], receive: Any, send:
                 status_code=413,
             )
             await response(scope, receive, send)
-            return
+            return None
         if not message.get("more_body"):
-            break
-    body = b"".join(chunks)
+            return b"".join(chunks)
+
+
+async def handle(
+    server: Server[Any], scope: dict[str, Any], receive: Any, send: Any, read: bytes | None = None
+) -> None:
+    """Hand the request to the SDK, with the manager its body asks for; `read`: a POST's
+    body, when it has been read already (`body`)."""
+    if scope.get("method") != "POST":
+        manager = await sessions.started(server, streamed=False)
+        await manager.handle_request(scope, receive, send)
+        return
+    if read is None and (read := await body(scope, receive, send)) is None:
+        return
     given = False
 
     async def replay() -> dict[str, Any]:
         nonlocal given
         if not given:
             given = True
-            return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.request", "body": read, "more_body": False}
         result: dict[str, Any] = await receive()
         return result
 
-    manager = await sessions.started(server, streamed=wants_progress(body))
+    manager = await sessions.started(server, streamed=wants_progress(read))
     await manager.handle_request(scope, replay, send)

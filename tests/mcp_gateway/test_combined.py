@@ -10,6 +10,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from agents.models import Event, Suspension
+from tests.conftest import wait_for
 from tests.external.conftest import Later, Reviewer, token
 from tests.mcp_gateway.conftest import Upstream, call, list_tools
 from tests.mcp_gateway.test_own_tools import call_as
@@ -45,7 +46,11 @@ class CombinedTestCase:
         result = call(self.url, self.token, "files__read_note", {"name": "todo"})
         assert not result.is_error and text(result) == "note todo: hello"
         assert not Suspension.objects.exists()
-        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        # Written just after the answer (mcp_gateway.audit).
+        [event] = wait_for(
+            lambda: list(Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)),
+            what="the call's event",
+        )
         assert event.payload["agent"] == "files" and event.payload["tool"] == "read_note"
 
     def test_a_gated_tool_waits_for_a_person_and_runs_once(self) -> None:

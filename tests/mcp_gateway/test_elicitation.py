@@ -72,7 +72,11 @@ class ElicitationTestCase:
             Event.Type.SUSPENSION_DECIDED,
             Event.Type.AGENT_RESUMED,
         } <= kinds
-        [called] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        # Written just after the answer (mcp_gateway.audit).
+        [called] = wait_for(
+            lambda: list(Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)),
+            what="the call's event",
+        )
         assert called.payload["tool"] == "confirm_name" and called.payload["outcome"] == "ok"
 
     def test_a_rejection_reaches_the_upstream_as_decline(self) -> None:

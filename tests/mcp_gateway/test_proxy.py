@@ -62,7 +62,11 @@ class ProxyTestCase(Through):
         result = call(self.url, self.token, "read_note", {"name": "todo"})
         assert not result.is_error and text(result) == "note todo: hello"
         assert not Suspension.objects.exists()
-        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        # Written just after the answer (mcp_gateway.audit).
+        [event] = wait_for(
+            lambda: list(Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)),
+            what="the call's event",
+        )
         assert event.actor_id == self.caller.pk
         assert event.payload["tool"] == "read_note" and event.payload["outcome"] == "ok"
         assert event.payload["args_hash"] and event.payload["duration_ms"] >= 0

@@ -9,6 +9,7 @@ import pytest
 
 from agents.models import Event, Suspension
 from mcp_gateway.models import Upstream
+from tests.conftest import wait_for
 from tests.external.conftest import token
 from tests.mcp_gateway.conftest import call, list_tools
 
@@ -53,5 +54,9 @@ class StdioTestCase:
         assert not result.is_error, text(result)
         assert text(result) == "note todo: hello from stdio, signed by the environment"
         assert not Suspension.objects.exists()
-        [event] = Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)
+        # Written just after the answer (mcp_gateway.audit).
+        [event] = wait_for(
+            lambda: list(Event.objects.filter(type=Event.Type.MCP_TOOL_CALLED)),
+            what="the call's event",
+        )
         assert event.actor_id == self.caller.pk and event.payload["outcome"] == "ok"

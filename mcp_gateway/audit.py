@@ -1,0 +1,90 @@
+"""The audit event of an immediate call (MCP_TOOL_CALLED), written just after its answer.
+
+Writing it before answering held every relayed call for a transaction of its own (a chained
+insert and its commit: a third of the gateway's time on such a call, bench/README.md, issue
+30). The answer does not depend on it, so it is queued here and written by one task per event
+loop, which takes whatever calls have been queued meanwhile into one transaction: one call
+alone is written at once (a few milliseconds after its answer), many at once share the
+insert. Calls are written in the order they ended.
+
+A write that fails (the database away) is tried again, WRITE_ATTEMPTS times in all, with a
+growing pause; the events still unwritten then are logged at ERROR with their count, so an
+operator sees the gap. A process that dies between a call's answer and its event's write
+loses that event, as it would have between the upstream's answer and the write before.
+"""
+
+import asyncio
+import logging
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.models import Event
+from infra.aio import blocking, detached_task
+from mcp_gateway import actions
+
+log = logging.getLogger(__name__)
+
+WRITE_ATTEMPTS = 5
+FIRST_PAUSE = 0.2  # seconds before the second attempt, doubled for each after it
+BATCH = 500  # the most events one transaction writes
+
+
+@dataclass
+class _Writer:
+    queued: list[Event] = field(default_factory=list)
+    task: "asyncio.Task[None] | None" = None
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def drain(self) -> None:
+        try:
+            while self.queued:
+                batch = self.queued[:BATCH]
+                del self.queued[:BATCH]
+                await self._write(batch)
+        finally:
+            self.task = None
+            self.idle.set()
+
+    async def _write(self, batch: list[Event]) -> None:
+        pause = FIRST_PAUSE
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                await blocking(actions.record_calls)(batch)
+                return
+            except Exception:
+                if attempt == WRITE_ATTEMPTS:
+                    log.exception("%d MCP call events could not be written", len(batch))
+                    return
+                log.warning("MCP call events: write %d failed, trying again", attempt)
+                await asyncio.sleep(pause)
+                pause *= 2
+
+
+_writers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Writer]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _writer() -> _Writer:
+    loop = asyncio.get_running_loop()
+    writer = _writers.get(loop)
+    if writer is None:
+        writer = _writers[loop] = _Writer()
+    return writer
+
+
+def later(
+    user: Any,
+    upstream: str,
+    tool: str,
+    arguments: dict[str, Any],
+    result: dict[str, Any],
+    seconds: float,
+) -> None:
+    """Queue a call's MCP_TOOL_CALLED event, to be written by this loop's writer."""
+    writer = _writer()
+    writer.queued.append(actions.called(user, upstream, tool, arguments, result, seconds))
+    if writer.task is None:
+        writer.idle.clear()
+        writer.task = detached_task(writer.drain())
