@@ -30,7 +30,7 @@ async def immediate(
     started = time.monotonic()
     # A question the upstream asks meanwhile goes to a person (mcp_gateway.elicitation).
     asks = elicitation.callback(upstream, user, tool, credential)
-    result = await forward.call(upstream, tool, arguments, elicit=asks)
+    result = await forward.call(upstream, tool, arguments, elicit=asks, relayed=True)
     seconds = time.monotonic() - started
     # Its event is written just after the answer (mcp_gateway.audit).
     audit.later(user, upstream.name, tool, arguments, dump(result), seconds)

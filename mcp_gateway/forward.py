@@ -19,7 +19,7 @@ from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_gateway import client_priming, sessions
+from mcp_gateway import client_priming, plain_http, sessions
 from mcp_gateway.models import Upstream
 from mcp_gateway.upstreams import expand
 
@@ -50,6 +50,30 @@ class Listing:
             return None
         where = ".".join(str(p) for p in first.absolute_path) or "arguments"
         return f"{where}: {first.message}"
+
+    def check_result(self, name: str, result: types.CallToolResult) -> None:
+        """Raise as the SDK's client does (ClientSession.validate_tool_result) when a result
+        that did not fail lacks the structured content its tool's output schema asks for,
+        or that content does not conform to it."""
+        tool = self.named.get(name)
+        schema = tool.output_schema if tool is not None else None
+        if result.is_error or schema is None:
+            return
+        if (
+            result.structured_content is None
+            and "structured_content" not in result.model_fields_set
+        ):
+            raise RuntimeError(
+                f"Tool {name} has an output schema but did not return structured content"
+            )
+        check = self.validators.get(f"output {name}")
+        if check is None:
+            check = self.validators[f"output {name}"] = jsonschema.validators.validator_for(schema)(
+                schema
+            )
+        error = jsonschema.exceptions.best_match(check.iter_errors(result.structured_content))
+        if error is not None:
+            raise RuntimeError(f"Invalid structured content returned by tool {name}: {error}")
 
 
 # upstream name -> its tools, as last read
@@ -84,12 +108,18 @@ def _client(upstream: Upstream) -> Client:
     return Client(_http_transport(upstream), mode="legacy", cache=None)
 
 
+def _http(upstream: Upstream) -> httpx2.AsyncClient:
+    """An HTTP client for the upstream: its headers (secrets from the environment), no limit
+    on waiting for an answer (a question to a person may come first)."""
+    return httpx2.AsyncClient(
+        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None), verify=_tls()
+    )
+
+
 @contextlib.asynccontextmanager
 async def _http_transport(upstream: Upstream) -> AsyncIterator[Any]:
     """The SDK's streamable HTTP transport on an HTTP client that ends with it."""
-    http = httpx2.AsyncClient(
-        headers=expand(upstream.headers), timeout=httpx2.Timeout(30, read=None), verify=_tls()
-    )
+    http = _http(upstream)
     async with http, streamable_http_client(upstream.url, http_client=http) as streams:
         yield streams
 
@@ -138,12 +168,19 @@ async def call(
     arguments: dict[str, Any],
     meta: dict[str, Any] | None = None,
     elicit: ElicitationFnT | None = None,
+    relayed: bool = False,
 ) -> types.CallToolResult:
     """The upstream's answer; an upstream that fails or cannot be reached is a result with
     isError, saying so (the caller records it as the call's outcome). With `elicit`
     (mcp_gateway.elicitation.callback) the client declares the elicitation capability and the
     upstream's questions go to it; without, they are refused. The call is made on a session
-    kept open for the upstream (mcp_gateway.sessions)."""
+    kept open for the upstream (mcp_gateway.sessions); a relayed call to an HTTP upstream
+    (mcp_gateway.relay) in plain HTTP on a session of its own (mcp_gateway.plain_http)."""
+    if relayed and upstream.url and meta is None:
+        try:
+            return await _plain(upstream, tool, arguments, elicit)
+        except Exception as e:  # any failure of the upstream is the call's result
+            return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
 
     def prime(client: Client) -> None:
         # The client checks a result against the tool's output schema, listing the tools
@@ -158,6 +195,15 @@ async def call(
         )
     except Exception as e:  # any failure of the upstream is the call's result
         return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
+
+
+async def _plain(
+    upstream: Upstream, tool: str, arguments: dict[str, Any], elicit: ElicitationFnT | None
+) -> types.CallToolResult:
+    line = plain_http.line(upstream.name, _key(upstream), upstream.url, lambda: _http(upstream))
+    result = await plain_http.call(line, tool, arguments, elicit)
+    (await listing(upstream)).check_result(tool, result)
+    return result
 
 
 def failed(text: str, **meta: Any) -> types.CallToolResult:

@@ -44,7 +44,8 @@ mcp_servers:
 
 
 class Upstream(ChildProcess):
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, mode: str = "") -> None:
+        self.mode = mode  # "json": stateless, answering in JSON (tests.mcp_gateway.upstream)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.calls = log_dir / "calls.jsonl"
@@ -52,7 +53,14 @@ class Upstream(ChildProcess):
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.mcp_gateway.upstream", str(self.port), str(self.calls)],
+            [
+                sys.executable,
+                "-m",
+                "tests.mcp_gateway.upstream",
+                str(self.port),
+                str(self.calls),
+                *([self.mode] if self.mode else []),
+            ],
             cwd=ROOT,
             stdout=self.out.open("w"),
             stderr=subprocess.STDOUT,

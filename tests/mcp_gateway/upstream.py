@@ -78,5 +78,7 @@ async def sign_in(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    app = server.streamable_http_app(stateless_http=False, json_response=False)
+    # A third argument, `json`: stateless, answering in JSON (no session, no questions).
+    plain = len(sys.argv) > 3 and sys.argv[3] == "json"
+    app = server.streamable_http_app(stateless_http=plain, json_response=plain)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

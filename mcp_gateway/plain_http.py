@@ -1,0 +1,231 @@
+"""An immediate call's trip to an HTTP upstream, as plain JSON-RPC over the upstream's
+streamable HTTP session, without the SDK's client.
+
+Written here rather than left to the SDK, for a reason measured (bench/README.md, issue 30):
+the SDK's client passes each call through a dispatcher, memory streams and a transport task
+on its way to one HTTP POST, and validated it twice on the way back; in the server process
+that was 4.8 ms of a relayed call whose whole budget over the upstream's own time is 3 ms,
+where the POST itself takes under 2. The approved calls of gated tools, made by a worker,
+and calls to stdio servers keep the SDK's client (mcp_gateway.sessions); this path is the
+relay's.
+
+What the SDK's client does for such a call, this does the same way, on the 2025 revisions
+(the gateway's upstream sessions are of the handshake era: a server written for them asks
+its client questions over the session, which the 2026 revision has no way to carry):
+
+- **The session.** `initialize` (the latest handshake revision, clientInfo, the elicitation
+  capability), `notifications/initialized`, then the session id and negotiated revision on
+  every POST. One session per upstream and event loop serves every call, at once: each POST
+  gets its answer, and any question about it, on its own response. A session the upstream
+  forgot (404 while one is open) is opened again and the call sent once more: it was refused,
+  not run.
+- **The answer**, as JSON or as an SSE stream (events of at most MAX_EVENT bytes, as the
+  SDK's transport bounds them). On the stream, notifications are passed over; a question
+  (`elicitation/create`) goes to the call's `asks` (mcp_gateway.elicitation) and its answer is
+  POSTed back, a `ping` is answered, and any other request is refused as the SDK's client
+  refuses a capability it did not declare. A stream that ends without the call's answer is
+  the call's failure.
+- **The result** is validated as the SDK validates it (`CallToolResult`; structured content
+  against the tool's output schema, when it has one and the call did not fail); a JSON-RPC
+  error or any other failure is raised, and forward.call makes it the call's result.
+"""
+
+import asyncio
+import itertools
+import json
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp.client.session import ElicitationFnT
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+MAX_EVENT = 1024 * 1024  # mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE
+CLIENT_INFO = {"name": "approval-gateway", "version": "1"}
+ACCEPT = "application/json, text/event-stream"
+CONNECTION_CLOSED = -32000  # the SDK's code for an answer that can never come
+
+
+class Forgotten(Exception):
+    """The upstream does not know the session (it restarted): the call was not run."""
+
+
+@dataclass
+class _Line:
+    """One session with an upstream, over a client that ends with it."""
+
+    url: str
+    http: httpx2.AsyncClient
+    session_id: str | None = None
+    version: str = ""
+    ids: "itertools.count[int]" = field(default_factory=lambda: itertools.count(1))
+    opening: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def headers(self) -> dict[str, str]:
+        sent = {"accept": ACCEPT, "content-type": "application/json"}
+        if self.version:
+            sent["mcp-protocol-version"] = self.version
+        if self.session_id:
+            sent["mcp-session-id"] = self.session_id
+        return sent
+
+    async def open(self, forgotten: str | None = None) -> None:
+        """Open the session: a first one, or again after the upstream forgot `forgotten`
+        (unless another call has opened one since)."""
+        async with self.opening:
+            if self.version and (forgotten is None or self.session_id != forgotten):
+                return
+            self.session_id, self.version = None, ""
+            hello = {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": {"elicitation": {"form": {}, "url": {}}},
+                "clientInfo": CLIENT_INFO,
+            }
+            rid = next(self.ids)
+            message = _request(rid, "initialize", hello)
+            async with self.http.stream(
+                "POST", self.url, json=message, headers=self.headers()
+            ) as response:
+                _raise_for_status(response)
+                session_id = response.headers.get("mcp-session-id")
+                result = await _final(self, response, rid, None)
+            version = result.get("protocolVersion")
+            if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                raise MCPError(CONNECTION_CLOSED, f"Unsupported protocol version: {version!r}")
+            self.session_id, self.version = session_id, version
+            answer = await self.http.post(
+                self.url,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=self.headers(),
+            )
+            _raise_for_status(answer)
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
+    ) -> dict[str, Any]:
+        if not self.version:
+            await self.open()
+        for attempt in (1, 2):
+            known = self.session_id
+            try:
+                return await self._call_once(tool, arguments, asks)
+            except Forgotten:
+                if attempt == 2:
+                    raise
+                await self.open(forgotten=known)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    async def _call_once(
+        self, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
+    ) -> dict[str, Any]:
+        rid = next(self.ids)
+        message = _request(rid, "tools/call", {"name": tool, "arguments": arguments})
+        async with self.http.stream(
+            "POST", self.url, json=message, headers=self.headers()
+        ) as response:
+            if response.status_code == 404 and self.session_id:
+                raise Forgotten()
+            _raise_for_status(response)
+            return await _final(self, response, rid, asks)
+
+
+def _request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _raise_for_status(response: httpx2.Response) -> None:
+    if response.status_code >= 400:
+        raise MCPError(CONNECTION_CLOSED, f"The upstream answered HTTP {response.status_code}.")
+
+
+async def _messages(response: httpx2.Response) -> AsyncIterator[Any]:
+    """The JSON-RPC messages of an answer: its JSON body, or its SSE stream's `message`s."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        yield json.loads(await response.aread())
+        return
+    if kind != "text/event-stream":
+        raise MCPError(CONNECTION_CLOSED, f"Unexpected content type: {kind or 'none'}")
+    async for event in httpx2.EventSource(response, max_event_size=MAX_EVENT):
+        if event.event == "message" and event.data:
+            yield json.loads(event.data)
+
+
+async def _final(
+    line: _Line, response: httpx2.Response, rid: int, asks: ElicitationFnT | None
+) -> dict[str, Any]:
+    """The result of request `rid` from its answer, the upstream's questions answered."""
+    async for message in _messages(response):
+        if not isinstance(message, dict):
+            continue
+        if message.get("id") == rid and "method" not in message:
+            if isinstance(message.get("error"), dict):
+                error = message["error"]
+                raise MCPError(error.get("code", CONNECTION_CLOSED), str(error.get("message")))
+            result = message.get("result")
+            if not isinstance(result, dict):
+                raise MCPError(CONNECTION_CLOSED, "The upstream's answer has no result.")
+            return result
+        if "method" in message and "id" in message:
+            await _reply(line, message, asks)
+    raise MCPError(CONNECTION_CLOSED, "SSE stream ended without a response")
+
+
+async def _reply(line: _Line, request: dict[str, Any], asks: ElicitationFnT | None) -> None:
+    """Answer a request the upstream sent its client in the middle of a call."""
+    method, rid = request["method"], request["id"]
+    answer: Any
+    if method == "ping":
+        answer = {}
+    elif method == "elicitation/create" and asks is not None:
+        try:
+            params = types.ElicitRequest.model_validate(request).params
+        except ValueError as e:
+            answer = types.ErrorData(code=types.INVALID_PARAMS, message=str(e)[:500])
+        else:
+            answer = await asks(None, params)  # type: ignore[arg-type]  # unused by ours
+    else:
+        answer = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
+    if isinstance(answer, types.ErrorData):
+        body = {"jsonrpc": "2.0", "id": rid, "error": _dump(answer)}
+    else:
+        body = {"jsonrpc": "2.0", "id": rid, "result": _dump(answer)}
+    sent = await line.http.post(line.url, json=body, headers=line.headers())
+    _raise_for_status(sent)
+
+
+def _dump(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return value
+
+
+# event loop -> upstream key -> its line
+_lines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Line]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def line(name: str, key: str, url: str, make_http: Any) -> _Line:
+    """This loop's line to the upstream `name`, opened with `key` (forward._key: its address
+    and secrets); a line of the same upstream with another key (it was edited) is closed."""
+    lines = _lines.setdefault(asyncio.get_running_loop(), {})
+    kept = lines.get(key)
+    if kept is None:
+        for old in [k for k in lines if k.split(" ", 1)[0] == name]:
+            stale = lines.pop(old)
+            asyncio.get_running_loop().create_task(stale.http.aclose())
+        kept = lines[key] = _Line(url, make_http())
+    return kept
+
+
+async def call(
+    line_: _Line, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
+) -> types.CallToolResult:
+    """The upstream's result of `tool`, as the SDK's client would return it (unvalidated
+    against an output schema: forward.call does that, with the tool's listing)."""
+    return types.CallToolResult.model_validate(await line_.call(tool, arguments, asks))
