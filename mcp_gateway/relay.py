@@ -54,6 +54,12 @@ class Call:
     version: str
 
 
+def _declares_json(content_type: str) -> bool:
+    """As the SDK's transport reads Content-Type (StreamableHTTPServerTransport's check):
+    one part before any parameters is exactly application/json."""
+    return any(p.strip() == "application/json" for p in content_type.split(";")[0].split(","))
+
+
 def _accepts_json(accept: str) -> bool:
     """As the SDK reads Accept (mcp.server.streamable_http.check_accept_headers)."""
     types_ = [t.strip().split(";")[0].strip().lower() for t in accept.split(",")]
@@ -69,7 +75,7 @@ def plain_call(raw_headers: list[tuple[bytes, bytes]], body: bytes) -> Call | No
         if key.startswith(PARAM_HEADER):
             return None  # the SDK checks Mcp-Param-* headers against the tool's schema
         headers[key.decode("latin-1")] = value.decode("latin-1")
-    if not headers.get("content-type", "").lower().startswith("application/json"):
+    if not _declares_json(headers.get("content-type", "")):
         return None
     if not _accepts_json(headers.get("accept", "")):
         return None
