@@ -3,9 +3,10 @@
 Writing it before answering held every relayed call for a transaction of its own (a chained
 insert and its commit: a third of the gateway's time on such a call, bench/README.md, issue
 30). The answer does not depend on it, so it is queued here and written by one task per event
-loop, which takes whatever calls have been queued meanwhile into one transaction: one call
-alone is written at once (a few milliseconds after its answer), many at once share the
-insert. Calls are written in the order they ended.
+loop, which waits GATHER_SECONDS for the calls ending about then and writes them all in one
+transaction: an event is in the table some 50 milliseconds after its call's answer, and the
+calls of a busy moment share one insert and one commit. Calls are written in the order they
+ended.
 
 A write that fails (the database away) is tried again, WRITE_ATTEMPTS times in all, with a
 growing pause; the events still unwritten then are logged at ERROR with their count, so an
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 WRITE_ATTEMPTS = 5
 FIRST_PAUSE = 0.2  # seconds before the second attempt, doubled for each after it
 BATCH = 500  # the most events one transaction writes
+# How long the writer waits, once a call is queued, for others to share its transaction: the
+# write's own cost (a transaction, the chain's seal) shared by the calls of that moment.
+GATHER_SECONDS = 0.05
 
 
 @dataclass
@@ -38,6 +42,8 @@ class _Writer:
 
     async def drain(self) -> None:
         try:
+            # A moment for the calls ending about now to join the first write.
+            await asyncio.sleep(GATHER_SECONDS)
             while self.queued:
                 batch = self.queued[:BATCH]
                 del self.queued[:BATCH]

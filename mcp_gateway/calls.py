@@ -33,7 +33,7 @@ async def immediate(
     result = await forward.call(upstream, tool, arguments, elicit=asks, relayed=True)
     seconds = time.monotonic() - started
     # Its event is written just after the answer (mcp_gateway.audit).
-    audit.later(user, upstream.name, tool, arguments, dump(result), seconds)
+    audit.later(user, upstream.name, tool, arguments, {"isError": result.is_error}, seconds)
     return result
 
 

@@ -31,6 +31,7 @@ its client questions over the session, which the 2026 revision has no way to car
 """
 
 import asyncio
+import contextlib
 import itertools
 import json
 import weakref
@@ -48,6 +49,7 @@ MAX_EVENT = 1024 * 1024  # mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE
 CLIENT_INFO = {"name": "approval-gateway", "version": "1"}
 ACCEPT = "application/json, text/event-stream"
 CONNECTION_CLOSED = -32000  # the SDK's code for an answer that can never come
+DRAIN_SECONDS = 0.5
 
 
 class Forgotten(Exception):
@@ -158,11 +160,19 @@ async def _messages(response: httpx2.Response) -> AsyncIterator[Any]:
 async def _final(
     line: _Line, response: httpx2.Response, rid: int, asks: ElicitationFnT | None
 ) -> dict[str, Any]:
-    """The result of request `rid` from its answer, the upstream's questions answered."""
-    async for message in _messages(response):
+    """The result of request `rid` from its answer, the upstream's questions answered. The
+    answer is read to its end (for DRAIN_SECONDS at most after the result): a connection
+    left with unread bytes cannot serve the next call, and a new one costs more than the
+    call (bench/README.md)."""
+    messages = _messages(response)
+    async for message in messages:
         if not isinstance(message, dict):
             continue
         if message.get("id") == rid and "method" not in message:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(DRAIN_SECONDS):
+                    async for _ in messages:
+                        pass
             if isinstance(message.get("error"), dict):
                 error = message["error"]
                 raise MCPError(error.get("code", CONNECTION_CLOSED), str(error.get("message")))
