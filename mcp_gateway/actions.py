@@ -160,20 +160,6 @@ def called(
     )
 
 
-def record(
-    user: Any,
-    upstream: str,
-    tool: str,
-    arguments: dict[str, Any],
-    result: dict[str, Any],
-    seconds: float,
-    s: Suspension | None = None,
-    outcome: str | None = None,
-) -> None:
-    """Write a call's MCP_TOOL_CALLED now (`called`)."""
-    record_calls([called(user, upstream, tool, arguments, result, seconds, s, outcome)])
-
-
 def record_calls(written: list[Event]) -> None:
     """Write calls' events (`called`) in one transaction, chained in list order."""
     with transaction.atomic():

@@ -18,7 +18,6 @@ import asyncio
 import logging
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
 
 from agents.models import Event
 from infra.aio import blocking, detached_task
@@ -80,17 +79,11 @@ def _writer() -> _Writer:
     return writer
 
 
-def later(
-    user: Any,
-    upstream: str,
-    tool: str,
-    arguments: dict[str, Any],
-    result: dict[str, Any],
-    seconds: float,
-) -> None:
-    """Queue a call's MCP_TOOL_CALLED event, to be written by this loop's writer."""
+def later(event: Event) -> None:
+    """Queue a call's MCP_TOOL_CALLED event (actions.called), to be written by this loop's
+    writer."""
     writer = _writer()
-    writer.queued.append(actions.called(user, upstream, tool, arguments, result, seconds))
+    writer.queued.append(event)
     if writer.task is None:
         writer.idle.clear()
         writer.task = detached_task(writer.drain())

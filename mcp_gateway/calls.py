@@ -33,7 +33,8 @@ async def immediate(
     result = await forward.call(upstream, tool, arguments, elicit=asks, relayed=True)
     seconds = time.monotonic() - started
     # Its event is written just after the answer (mcp_gateway.audit).
-    audit.later(user, upstream.name, tool, arguments, {"isError": result.is_error}, seconds)
+    outcome = {"isError": result.is_error}
+    audit.later(actions.called(user, upstream.name, tool, arguments, outcome, seconds))
     return result
 
 

@@ -123,15 +123,19 @@ def interrupt(call: UpstreamCall) -> int:
         ).update(state=UpstreamCall.State.DONE, result=dump(result), finished_at=timezone.now())
         if n:
             seconds = (timezone.now() - call.claimed_at).total_seconds()
-            actions.record(
-                s.thread.created_by,
-                s.agent_name,
-                s.tool_name,
-                call.arguments,
-                dump(result),
-                seconds,
-                s,
-                outcome="interrupted",
+            actions.record_calls(
+                [
+                    actions.called(
+                        s.thread.created_by,
+                        s.agent_name,
+                        s.tool_name,
+                        call.arguments,
+                        dump(result),
+                        seconds,
+                        s,
+                        outcome="interrupted",
+                    )
+                ]
             )
     if n:
         log.warning("MCP call for request %s interrupted (worker %s)", s.pk, call.worker)
@@ -220,14 +224,18 @@ def run(pk: UUID | str) -> str:
             pk=call.pk, worker=me, state=UpstreamCall.State.CLAIMED
         ).update(state=UpstreamCall.State.DONE, result=dump(result), finished_at=timezone.now())
         if n:
-            actions.record(
-                s.thread.created_by,
-                s.agent_name,
-                s.tool_name,
-                arguments,
-                dump(result),
-                time.monotonic() - started,
-                s,
+            actions.record_calls(
+                [
+                    actions.called(
+                        s.thread.created_by,
+                        s.agent_name,
+                        s.tool_name,
+                        arguments,
+                        dump(result),
+                        time.monotonic() - started,
+                        s,
+                    )
+                ]
             )
     if not n:
         log.warning("MCP call for request %s answered after its lease was given up", s.pk)

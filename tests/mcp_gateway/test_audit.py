@@ -37,7 +37,9 @@ def queue(user: Any, n: int, start: int = 0) -> list[dict[str, Any]]:
     for i in range(start, start + n):
         arguments = {"name": f"note-{i}"}
         result = {"content": [], "isError": i % 3 == 0}
-        audit.later(user, "files", "read_note", arguments, result, 0.001 * i + 0.0004)
+        audit.later(
+            actions.called(user, "files", "read_note", arguments, result, 0.001 * i + 0.0004)
+        )
         calls.append(arguments)
     return calls
 

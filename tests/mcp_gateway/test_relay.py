@@ -17,8 +17,8 @@ from mcp_types import (
 from agents.models import Event, Suspension
 from mcp_gateway import relay
 from tests.conftest import wait_for
-from tests.external.conftest import Later, Reviewer, token
-from tests.mcp_gateway.conftest import Upstream
+from tests.external.conftest import Later
+from tests.mcp_gateway.test_proxy import Through
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -70,16 +70,7 @@ def answer(r: httpx.Response, rid: Any) -> dict[str, Any]:
     return response
 
 
-class RelayTestCase:
-    @pytest.fixture(autouse=True)
-    def setup(
-        self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
-    ) -> None:
-        self.upstream = files
-        self.url = f"{gateway_url}/mcp/files"
-        self.token = token(users["operator"], "runs")
-        self.reviewer = reviewer
-
+class RelayTestCase(Through):
     def post(self, headers: dict[str, str], body: Any, timeout: float = 30) -> httpx.Response:
         headers = {**headers, "Authorization": f"Bearer {self.token}"}
         content = body if isinstance(body, str | bytes) else json.dumps(body)
