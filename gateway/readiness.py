@@ -1,6 +1,8 @@
 """`/readyz`: whether this process can serve and the deployment around it works: the database,
-the broker, the channel layer (when there is one) and the sweeper (it ran within
-SWEEP_STALE_SECONDS). 503 naming what is down; also who holds the beat lease.
+the broker, the channel layer (when there is one), the sweeper (it ran within
+SWEEP_STALE_SECONDS) and the receipts' signing key (it opens with this machine's SECRET_KEY:
+a machine given another secret key could decide nothing, as every decision signs a receipt).
+503 naming what is down; also who holds the beat lease.
 
 `/healthz` (approvals.views.health) stays the cheap liveness probe, touching nothing: a load
 balancer takes a web process out on /readyz, a supervisor restarts one on /healthz."""
@@ -13,6 +15,7 @@ from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, JsonResponse
 
+from agents import receipt_keys
 from gateway.celery import app
 from infra import beat_lease, last_runs
 
@@ -55,11 +58,17 @@ def sweeper() -> str | None:
     return None
 
 
+def receipts() -> str | None:
+    receipt_keys.current()  # raises, saying so, when SECRET_KEY cannot open the key
+    return None
+
+
 CHECKS: dict[str, Callable[[], str | None]] = {
     "database": database,
     "broker": broker,
     "channel_layer": channel_layer,
     "sweeper": sweeper,
+    "receipts": receipts,
 }
 
 

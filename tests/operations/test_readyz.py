@@ -1,5 +1,5 @@
-"""/readyz: 200 when the database, the broker, the channel layer and the sweeper work; 503 naming
-what is down. /healthz stays a liveness probe that touches nothing."""
+"""/readyz: 200 when the database, the broker, the channel layer, the sweeper and the receipts'
+key work; 503 naming what is down. /healthz stays a liveness probe that touches nothing."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 
+from agents import receipt_keys
 from infra import beat_lease, last_runs
 from tests.conftest import ROOT
 
@@ -67,6 +68,26 @@ class ReadyTestCase:
         assert answer.status_code == 503
         assert list(answer.json()["down"]) == ["sweeper"]
         assert "last ran" in answer.json()["down"]["sweeper"]
+
+    def test_it_names_a_secret_key_that_cannot_open_the_receipts_key(
+        self, client, settings, tmp_path, fresh_queue
+    ) -> None:
+        """A machine started with another SECRET_KEY than the one the receipts' key was
+        sealed under: every decision there would fail to sign; /readyz says why."""
+        settings.DATA_DIR = tmp_path
+        last_runs.mark("sweep")
+        receipt_keys.forget()
+        receipt_keys.current()  # the key, made and sealed under this SECRET_KEY
+        settings.SECRET_KEY = "another machine's secret key, not the deployment's"
+        settings.SECRET_KEY_FALLBACKS = []
+        receipt_keys.forget()
+        try:
+            answer = client.get("/readyz", HTTP_HOST="127.0.0.1")
+        finally:
+            receipt_keys.forget()
+        assert answer.status_code == 503
+        assert list(answer.json()["down"]) == ["receipts"]
+        assert "SECRET_KEY" in answer.json()["down"]["receipts"]
 
     def test_healthz_stays_200_whatever_is_down(self, client, settings, tmp_path, fresh_queue):
         settings.DATA_DIR = tmp_path
