@@ -42,6 +42,7 @@ FILES = """
 mcp_servers:
   - name: files
     url: {url}
+    revision: "{revision}"
     trust_annotations: true
     # The benchmark's one token calls and approves: four eyes would refuse that.
     policy: {{four_eyes: false}}
@@ -53,7 +54,8 @@ PENDING = "/api/suspensions?status=pending&agent=files"
 class Upstream:
     """tests/mcp_gateway/upstream.py on a free port, started and stopped with the block."""
 
-    def __init__(self) -> None:
+    def __init__(self, stateless: bool = False) -> None:
+        self.stateless = stateless
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.tmp = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
@@ -66,6 +68,7 @@ class Upstream:
                 "tests.mcp_gateway.upstream",
                 str(self.port),
                 str(self.tmp / "deleted.jsonl"),
+                *(["json"] if self.stateless else []),
             ],
             cwd=ROOT,
             stdout=(self.tmp / "upstream.log").open("w"),
@@ -183,17 +186,26 @@ def main() -> None:
         "--workers", type=int, default=2, help="Celery worker processes (serve --concurrency)"
     )
     parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="the upstream stateless, answering in JSON, declared `revision: 2026-07-28`",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="py-spy the gateway during its immediate series; collapsed stacks to FILE",
     )
     args = parser.parse_args()
     with (
-        Upstream() as upstream,
-        Gateway(FILES.format(url=upstream.url), ["--concurrency", str(args.workers)]) as gw,
+        Upstream(args.stateless) as upstream,
+        Gateway(
+            FILES.format(url=upstream.url, revision="2026-07-28" if args.stateless else ""),
+            ["--concurrency", str(args.workers)],
+        ) as gw,
     ):
         proxy = f"{gw.base}/mcp/files"
         print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
+        print("upstream: " + ("stateless, 2026-07-28" if args.stateless else "2025 sessions"))
         for clients in (int(c) for c in args.clients.split(",")):
             direct, direct_rate = immediate(upstream.url, None, clients, args.seconds, args.warmup)
             with gw.profiled(args.profile and f"{args.profile}.{clients}"):

@@ -34,7 +34,7 @@ class UpstreamForm(forms.ModelForm):
 @admin.register(Upstream)
 class UpstreamAdmin(admin.ModelAdmin):
     form = UpstreamForm
-    list_display = ["name", "url", "trust_annotations", "updated_at"]
+    list_display = ["name", "url", "revision", "trust_annotations", "updated_at"]
     search_fields = ["name", "url"]
     # Headers are kept as written: `${NAME}` is read from the environment at call time
     # (mcp_gateway.upstreams.expand), so no secret is shown here.

@@ -92,10 +92,11 @@ def _address(upstream: Upstream) -> str:
 
 
 def _key(upstream: Upstream) -> str:
-    """What a kept session was opened with: another address, headers or environment is
-    another upstream as far as sessions go."""
+    """What a kept session was opened with: another address, revision, headers or
+    environment is another upstream as far as sessions go."""
     secrets = repr((sorted(expand(upstream.headers).items()), sorted(expand(upstream.env).items())))
-    return f"{upstream.name} {_address(upstream)} {hashlib.sha256(secrets.encode()).hexdigest()}"
+    digest = hashlib.sha256(secrets.encode()).hexdigest()
+    return f"{upstream.name} {_address(upstream)} {upstream.revision} {digest}"
 
 
 def _client(upstream: Upstream) -> Client:
@@ -104,8 +105,15 @@ def _client(upstream: Upstream) -> Client:
         # tools/list, ended with it (docs/mcp.md says so).
         program, *args = upstream.command
         params = StdioServerParameters(command=program, args=args, env=expand(upstream.env))
-        return Client(stdio_client(params), mode="legacy", cache=None)
-    return Client(_http_transport(upstream), mode="legacy", cache=None)
+        return Client(stdio_client(params), mode=_mode(upstream), cache=None)
+    return Client(_http_transport(upstream), mode=_mode(upstream), cache=None)
+
+
+def _mode(upstream: Upstream) -> str:
+    """The SDK client's mode for the upstream's declared revision: the 2025 handshake
+    ("legacy"), or a stateless revision adopted without asking (the client then answers an
+    `input_required` result's questions through its elicitation callback and retries)."""
+    return upstream.revision or "legacy"
 
 
 def _http(upstream: Upstream) -> httpx2.AsyncClient:
@@ -179,6 +187,8 @@ async def call(
     if relayed and upstream.url and meta is None:
         try:
             return await _plain(upstream, tool, arguments, elicit)
+        except plain_http.InputRequired:
+            pass  # the SDK's client asks, and calls again with the answers (below)
         except Exception as e:  # any failure of the upstream is the call's result
             return failed(f"The upstream {upstream.name} failed: {type(e).__name__}: {e}")
 
@@ -200,7 +210,9 @@ async def call(
 async def _plain(
     upstream: Upstream, tool: str, arguments: dict[str, Any], elicit: ElicitationFnT | None
 ) -> types.CallToolResult:
-    line = plain_http.line(upstream.name, _key(upstream), upstream.url, lambda: _http(upstream))
+    line = plain_http.line(
+        upstream.name, _key(upstream), upstream.url, lambda: _http(upstream), upstream.revision
+    )
     result = await plain_http.call(line, tool, arguments, elicit)
     (await listing(upstream)).check_result(tool, result)
     return result

@@ -31,6 +31,10 @@ class Upstream(models.Model):
     # The groups whose members may call its tools (mcp_gateway.upstreams.may_call); empty:
     # every caller whose token has the scope.
     callers = models.JSONField(default=list, blank=True)
+    # The protocol revision the gateway speaks to it: blank for the 2025 revisions (an
+    # `initialize` handshake; the server may ask questions over the session), or a stateless
+    # revision (2026-07-28: each call one request; questions come as `input_required`).
+    revision = models.CharField(max_length=20, blank=True)
     source = models.CharField(max_length=500, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -10,8 +10,8 @@ and calls to stdio servers keep the SDK's client (mcp_gateway.sessions); this pa
 relay's.
 
 What the SDK's client does for such a call, this does the same way, on the 2025 revisions
-(the gateway's upstream sessions are of the handshake era: a server written for them asks
-its client questions over the session, which the 2026 revision has no way to carry):
+(an upstream's default: a server written for them asks its client questions over the
+session, which the 2026 revision has no way to carry) and on 2026-07-28 when declared:
 
 - **The session.** `initialize` (the latest handshake revision, clientInfo, the elicitation
   capability), `notifications/initialized`, then the session id and negotiated revision on
@@ -25,6 +25,12 @@ its client questions over the session, which the 2026 revision has no way to car
   POSTed back, a `ping` is answered, and any other request is refused as the SDK's client
   refuses a capability it did not declare. A stream that ends without the call's answer is
   the call's failure.
+- **A stateless upstream** (declared `revision: 2026-07-28`) has no session: each call is one
+  request carrying the revision, the client's capabilities and name in its `_meta` and the
+  routing headers (`Mcp-Method`, `Mcp-Name`). An `input_required` answer is raised as
+  InputRequired, and forward.call makes the call through the SDK's client, which asks the
+  questions and calls again with the answers (it would send the first request again: a
+  server asking that way has not run the call, the revision says so).
 - **The result** is validated as the SDK validates it (`CallToolResult`; structured content
   against the tool's output schema, when it has one and the call did not fail); a JSON-RPC
   error or any other failure is raised, and forward.call makes it the call's result.
@@ -48,6 +54,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 MAX_EVENT = 1024 * 1024  # mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE
 CLIENT_INFO = {"name": "approval-gateway", "version": "1"}
 ACCEPT = "application/json, text/event-stream"
+CAPABILITIES = {"elicitation": {"form": {}, "url": {}}}
 CONNECTION_CLOSED = -32000  # the SDK's code for an answer that can never come
 DRAIN_SECONDS = 0.5
 
@@ -56,12 +63,19 @@ class Forgotten(Exception):
     """The upstream does not know the session (it restarted): the call was not run."""
 
 
+class InputRequired(Exception):
+    """A stateless upstream answered `input_required`: it needs answers before it runs the
+    call, which the SDK's client gets and sends back (forward.call calls again through it)."""
+
+
 @dataclass
 class _Line:
     """One session with an upstream, over a client that ends with it."""
 
     url: str
     http: httpx2.AsyncClient
+    # A stateless revision (2026-07-28), or "" for the 2025 revisions' sessions.
+    stateless: str = ""
     session_id: str | None = None
     version: str = ""
     ids: "itertools.count[int]" = field(default_factory=lambda: itertools.count(1))
@@ -84,7 +98,7 @@ class _Line:
             self.session_id, self.version = None, ""
             hello = {
                 "protocolVersion": LATEST_HANDSHAKE_VERSION,
-                "capabilities": {"elicitation": {"form": {}, "url": {}}},
+                "capabilities": CAPABILITIES,
                 "clientInfo": CLIENT_INFO,
             }
             rid = next(self.ids)
@@ -109,6 +123,8 @@ class _Line:
     async def call(
         self, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
     ) -> dict[str, Any]:
+        if self.stateless:
+            return await self._stateless_call(tool, arguments)
         if not self.version:
             await self.open()
         for attempt in (1, 2):
@@ -133,6 +149,31 @@ class _Line:
                 raise Forgotten()
             _raise_for_status(response)
             return await _final(self, response, rid, asks)
+
+    async def _stateless_call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One request carrying what a session would have said (the revision, the client's
+        capabilities and name, in `_meta` and the routing headers)."""
+        rid = next(self.ids)
+        meta = {
+            types.PROTOCOL_VERSION_META_KEY: self.stateless,
+            types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
+            types.CLIENT_INFO_META_KEY: CLIENT_INFO,
+        }
+        params = {"name": tool, "arguments": arguments, "_meta": meta}
+        headers = {
+            "accept": ACCEPT,
+            "content-type": "application/json",
+            "mcp-protocol-version": self.stateless,
+            "mcp-method": "tools/call",
+            "mcp-name": tool,
+        }
+        message = _request(rid, "tools/call", params)
+        async with self.http.stream("POST", self.url, json=message, headers=headers) as response:
+            _raise_for_status(response)
+            result = await _final(self, response, rid, None)
+        if result.get("resultType") == "input_required":
+            raise InputRequired()
+        return result
 
 
 def _request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -220,16 +261,17 @@ _lines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Line]]"
 )
 
 
-def line(name: str, key: str, url: str, make_http: Any) -> _Line:
-    """This loop's line to the upstream `name`, opened with `key` (forward._key: its address
-    and secrets); a line of the same upstream with another key (it was edited) is closed."""
+def line(name: str, key: str, url: str, make_http: Any, stateless: str = "") -> _Line:
+    """This loop's line to the upstream `name`, opened with `key` (forward._key: its address,
+    revision and secrets); a line of the same upstream with another key (it was edited) is
+    closed. `stateless`: the upstream's stateless revision, if it speaks one."""
     lines = _lines.setdefault(asyncio.get_running_loop(), {})
     kept = lines.get(key)
     if kept is None:
         for old in [k for k in lines if k.split(" ", 1)[0] == name]:
             stale = lines.pop(old)
             asyncio.get_running_loop().create_task(stale.http.aclose())
-        kept = lines[key] = _Line(url, make_http())
+        kept = lines[key] = _Line(url, make_http(), stateless)
     return kept
 
 

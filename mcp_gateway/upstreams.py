@@ -1,8 +1,11 @@
 """Upstreams as agent files declare them (`mcp_servers:`), and what each tool's mode is."""
 
+import datetime
 import os
 import re
 from typing import Any
+
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agents import external, versions
 from agents.agentfiles import AgentFileError
@@ -24,6 +27,7 @@ FIELDS = {
     "policy",
     "reminders",
     "callers",
+    "revision",
 }
 OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
 # `${NAME}` in a header's value: the environment variable, read at call time.
@@ -132,6 +136,14 @@ def check(spec: Any, where: str) -> dict[str, Any]:
     callers = spec.get("callers") or []
     if not isinstance(callers, list) or not all(isinstance(g, str) and g for g in callers):
         raise AgentFileError(f"{where}: 'callers' must be a list of group names")
+    revision = spec.get("revision") or ""
+    if isinstance(revision, datetime.date):
+        revision = revision.isoformat()  # YAML reads an unquoted 2026-07-28 as a date
+    if revision and revision not in MODERN_PROTOCOL_VERSIONS:
+        raise AgentFileError(
+            f"{where}: 'revision' is one of {list(MODERN_PROTOCOL_VERSIONS)} (a stateless "
+            "revision), or left out for the 2025 revisions"
+        )
     try:
         policy = check_policy(spec.get("policy"), where)
         reminders = list(build_ladder(spec.get("reminders")).reminders)
@@ -148,6 +160,7 @@ def check(spec: Any, where: str) -> dict[str, Any]:
         "policy": policy,
         "reminders": reminders,
         "callers": callers,
+        "revision": revision,
     }
 
 

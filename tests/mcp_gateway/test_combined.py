@@ -38,6 +38,7 @@ class CombinedTestCase:
             "files__delete_file",
             "files__confirm_name",
             "files__sign_in",
+            "files__choose_name",
         ]
         assert tools[0].annotations.read_only_hint is True
         assert tools[1].input_schema["properties"]["path"]["type"] == "string"

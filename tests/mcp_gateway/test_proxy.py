@@ -54,6 +54,7 @@ class ProxyTestCase(Through):
             "delete_file",
             "confirm_name",
             "sign_in",
+            "choose_name",
         ]
         assert tools[0].annotations.read_only_hint is True
         assert tools[1].annotations.destructive_hint is True

@@ -5,7 +5,8 @@ per call to LOG (its arguments, the Authorization header and session id it was s
 call's `_meta`),
 so a test counts the side effects (a path under /slow/ then takes 30 s). `confirm_name` asks
 its client for input (`elicitation/create`, form mode) and returns what it was answered;
-`sign_in`, last, asks it to visit a URL (URL mode).
+`sign_in` asks it to visit a URL (URL mode); `choose_name`, last, asks as the SDK's resolvers
+do, in the way of the revision the client speaks.
 
 The server is stateful and answers over SSE: the SDK sends a server-initiated request such
 as `elicitation/create` only on a session's stream (a stateless or JSON-only transport has
@@ -14,10 +15,11 @@ no back-channel for it and fails the tool)."""
 import json
 import sys
 from pathlib import Path
+from typing import Annotated
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel
 
@@ -77,8 +79,26 @@ async def sign_in(ctx: Context) -> str:
     return answer.action
 
 
+def ask_to_choose(suggested: str) -> Elicit[Confirmation]:
+    return Elicit(f"Save the note as {suggested}?", Confirmation)
+
+
+# Asks as the SDK's resolvers do: over the session on the 2025 revisions, with an
+# `input_required` result on 2026-07-28 (the client answers, then calls again).
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+async def choose_name(
+    suggested: str,
+    answer: Annotated[ElicitationResult[Confirmation], Resolve(ask_to_choose)],
+) -> str:
+    """Ask the user to choose a note's name, in either revision's way."""
+    if answer.action == "accept":
+        return f"chose {json.dumps(answer.data.model_dump(), sort_keys=True)}"
+    return answer.action
+
+
 if __name__ == "__main__":
-    # A third argument, `json`: stateless, answering in JSON (no session, no questions).
+    # A third argument, `json`: stateless, answering in JSON (no session: questions only as
+    # `input_required` results, to a 2026-07-28 client).
     plain = len(sys.argv) > 3 and sys.argv[3] == "json"
     app = server.streamable_http_app(stateless_http=plain, json_response=plain)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
