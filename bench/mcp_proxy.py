@@ -61,6 +61,7 @@ class Upstream:
         self.tmp = Path(tempfile.mkdtemp(prefix="mcp-bench-"))
 
     def __enter__(self) -> "Upstream":
+        self.log = (self.tmp / "upstream.log").open("w")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -71,7 +72,7 @@ class Upstream:
                 *(["json"] if self.stateless else []),
             ],
             cwd=ROOT,
-            stdout=(self.tmp / "upstream.log").open("w"),
+            stdout=self.log,
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 30
@@ -90,9 +91,15 @@ class Upstream:
             return False
         return True
 
+    def cpu_seconds(self) -> float:
+        """The upstream process's CPU time (user + system) so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def __exit__(self, *exc: Any) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+        self.log.close()
 
 
 def client(
@@ -113,6 +120,7 @@ def client(
                 await session.call_tool(TOOL, ARGUMENTS)
             await asyncio.to_thread(start.wait)
             took: list[float] = []
+            cpu = time.process_time()
             stop = time.monotonic() + seconds
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
@@ -120,13 +128,14 @@ def client(
                 took.append(time.perf_counter() - t0)
                 if result.is_error:
                     raise RuntimeError(f"{url}: {result.content}")
-            return took
+            return took, time.process_time() - cpu
 
     results.put(asyncio.run(go()))
 
 
 def immediate(url: str, token: str | None, clients: int, seconds: float, warmup: int) -> Any:
-    """The latencies of every call of CLIENTS client processes, and the calls per second."""
+    """The latencies of every call of CLIENTS client processes, the calls per second, and the
+    CPU seconds the clients used while timed."""
     spawn = multiprocessing.get_context("spawn")
     start, results = spawn.Barrier(clients), spawn.Queue()
     procs = [
@@ -136,11 +145,20 @@ def immediate(url: str, token: str | None, clients: int, seconds: float, warmup:
     for p in procs:
         p.start()
     took: list[float] = []
+    cpu = 0.0
     for _ in procs:
-        took += results.get(timeout=seconds + 120)
+        latencies, used = results.get(timeout=seconds + 120)
+        took += latencies
+        cpu += used
     for p in procs:
         p.join(timeout=30)
-    return took, len(took) / seconds
+    return took, len(took) / seconds, cpu
+
+
+def cpu_report(calls: int, used: dict[str, float]) -> str:
+    """CPU milliseconds per call, by process kind."""
+    parts = (f"{kind} {seconds / calls * 1000:.2f}" for kind, seconds in sorted(used.items()))
+    return "  CPU ms per call: " + ", ".join(parts)
 
 
 async def gated(gw: Gateway, url: str, count: int) -> None:
@@ -191,6 +209,12 @@ def main() -> None:
         help="the upstream stateless, answering in JSON, declared `revision: 2026-07-28`",
     )
     parser.add_argument(
+        "--revision",
+        default="",
+        help="the revision declared for the upstream (the default, stateful one, which speaks "
+        "both): 2026-07-28 to relay calls without a session",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="py-spy the gateway during its immediate series; collapsed stacks to FILE",
@@ -199,20 +223,42 @@ def main() -> None:
     with (
         Upstream(args.stateless) as upstream,
         Gateway(
-            FILES.format(url=upstream.url, revision="2026-07-28" if args.stateless else ""),
+            FILES.format(
+                url=upstream.url, revision="2026-07-28" if args.stateless else args.revision
+            ),
             ["--concurrency", str(args.workers)],
         ) as gw,
     ):
         proxy = f"{gw.base}/mcp/files"
         print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
-        print("upstream: " + ("stateless, 2026-07-28" if args.stateless else "2025 sessions"))
+        print(
+            "upstream: "
+            + (
+                "stateless, 2026-07-28"
+                if args.stateless
+                else f"declared {args.revision}"
+                if args.revision
+                else "2025 sessions"
+            )
+        )
         for clients in (int(c) for c in args.clients.split(",")):
-            direct, direct_rate = immediate(upstream.url, None, clients, args.seconds, args.warmup)
+            up0 = upstream.cpu_seconds()
+            direct, direct_rate, direct_cpu = immediate(
+                upstream.url, None, clients, args.seconds, args.warmup
+            )
+            direct_used = {"clients": direct_cpu, "upstream": upstream.cpu_seconds() - up0}
+            up0, gw0 = upstream.cpu_seconds(), gw.cpu_seconds()
             with gw.profiled(args.profile and f"{args.profile}.{clients}"):
-                through, rate = immediate(proxy, gw.token, clients, args.seconds, args.warmup)
+                through, rate, through_cpu = immediate(
+                    proxy, gw.token, clients, args.seconds, args.warmup
+                )
+            used = {k: v - gw0.get(k, 0.0) for k, v in gw.cpu_seconds().items()}
+            used |= {"clients": through_cpu, "upstream": upstream.cpu_seconds() - up0}
             print(f"clients: {clients}")
             print(summary("direct", direct), f"  {direct_rate:7.1f} calls/s")
+            print(cpu_report(len(direct), direct_used))
             print(summary("gateway", through), f"  {rate:7.1f} calls/s")
+            print(cpu_report(len(through), used))
             overhead = pctl(through, 0.5) - pctl(direct, 0.5)
             print(
                 f"overhead p50 {overhead:.1f} ms, p99 "

@@ -6,10 +6,13 @@ import functools
 import hashlib
 import ssl
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import httpx2
 import jsonschema
 import mcp_types as types
@@ -124,6 +127,30 @@ def _http(upstream: Upstream) -> httpx2.AsyncClient:
     )
 
 
+def _plain_http(upstream: Upstream) -> aiohttp.ClientSession:
+    """The relay's HTTP client for the upstream (mcp_gateway.plain_http), set as `_http`'s:
+    its headers, 30 s to connect, no limit on waiting for an answer, the same TLS settings
+    and the proxy the environment names for the upstream's address (read here, once:
+    aiohttp's `trust_env` reads the environment again in a thread for every request, which
+    cost more than the request). Made in the event loop it serves."""
+    return aiohttp.ClientSession(
+        headers=expand(upstream.headers),
+        timeout=aiohttp.ClientTimeout(total=None, connect=30, sock_read=None),
+        connector=aiohttp.TCPConnector(ssl=_tls()),
+        proxy=_proxy(upstream.url),
+    )
+
+
+def _proxy(url: str) -> str | None:
+    """The proxy the environment's variables (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY)
+    name for `url`, as the SDK's client (httpx) reads them, or None."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
+
+
 @contextlib.asynccontextmanager
 async def _http_transport(upstream: Upstream) -> AsyncIterator[Any]:
     """The SDK's streamable HTTP transport on an HTTP client that ends with it."""
@@ -211,7 +238,11 @@ async def _plain(
     upstream: Upstream, tool: str, arguments: dict[str, Any], elicit: ElicitationFnT | None
 ) -> types.CallToolResult:
     line = plain_http.line(
-        upstream.name, _key(upstream), upstream.url, lambda: _http(upstream), upstream.revision
+        upstream.name,
+        _key(upstream),
+        upstream.url,
+        lambda: _plain_http(upstream),
+        upstream.revision,
     )
     result = await plain_http.call(line, tool, arguments, elicit)
     (await listing(upstream)).check_result(tool, result)

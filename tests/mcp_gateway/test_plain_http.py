@@ -8,31 +8,38 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx2
+import aiohttp
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from mcp_gateway import plain_http
-from mcp_gateway.forward import Listing
+from mcp_gateway.forward import Listing, _proxy
 from tests.mcp_gateway.conftest import Upstream, run
 from tests.mcp_gateway.test_sessions import answer, text
 
 
 class Wire:
-    """The JSON-RPC methods sent, and the session ids they carried, read off the requests."""
+    """The JSON-RPC methods sent, and the session ids they carried, read off the requests
+    (aiohttp's request tracing: the headers when a request starts, its body when sent)."""
 
     def __init__(self) -> None:
         self.methods: list[str] = []
         self.sessions: list[str | None] = []
 
-    async def saw(self, request: httpx2.Request) -> None:
-        if request.method == "POST":
-            self.methods.append(json.loads(request.content).get("method", "(answer)"))
-            self.sessions.append(request.headers.get("mcp-session-id"))
+    async def started(self, _: Any, request: Any, params: aiohttp.TraceRequestStartParams) -> None:
+        request.session = params.headers.get("mcp-session-id")
 
-    def http(self) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(event_hooks={"request": [self.saw]})
+    async def sent(self, _: Any, request: Any, params: aiohttp.TraceRequestChunkSentParams) -> None:
+        if params.method == "POST" and params.chunk:
+            self.methods.append(json.loads(params.chunk).get("method", "(answer)"))
+            self.sessions.append(request.session)
+
+    def http(self) -> aiohttp.ClientSession:
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(self.started)
+        trace.on_request_chunk_sent.append(self.sent)
+        return aiohttp.ClientSession(trace_configs=[trace])
 
 
 def line(wire: Wire, upstream: Upstream, key: str) -> Any:
@@ -181,3 +188,22 @@ class ResultCheckTestCase:
     def test_a_failed_result_is_not_checked(self) -> None:
         failed = types.CallToolResult(content=[], is_error=True)
         self.listing().check_result("read_note", failed)
+
+
+class ProxyTestCase:
+    """The relay's client takes the proxy the environment names, as the SDK's client does."""
+
+    def test_the_environment_names_the_proxy_and_its_exceptions(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+            monkeypatch.delenv(name.upper(), raising=False)
+        assert _proxy("http://files.internal/mcp") is None
+        monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        assert _proxy("http://files.internal/mcp") == "http://proxy.internal:3128"
+        assert _proxy("http://127.0.0.1:9301/mcp") is None
+        assert _proxy("https://files.internal/mcp") is None
+        monkeypatch.setenv("ALL_PROXY", "http://all.internal:3128")
+        assert _proxy("https://files.internal/mcp") == "http://all.internal:3128"
