@@ -5,12 +5,13 @@
 Immediate calls: for 1 and then 8 concurrent clients, the upstream's read-only tool
 (`read_note`, passed through without a person) called for SECONDS seconds directly, then
 through the gateway, in the same run. Each client is a process of its own, as an agent is,
-holding one official `mcp.Client` session for all its calls (both ends are stateless
-streamable HTTP servers answering in JSON, so the session is the client's HTTP connection
-pool and nothing more); direct and gateway clients are built alike. Reports p50 and p99
-latency and calls per second, the gateway's overhead at p50, and its calls per second as a
-share of the direct calls. Targets: p50 overhead ≤ 3 ms; at 8 clients ≥ 0.5 × the direct
-calls per second.
+holding one official `mcp.Client` for all its calls; direct and gateway clients are built
+alike (the client asks `server/discover` and speaks 2026-07-28, statelessly, to both). The
+gateway speaks to the upstream on a 2025 session, or as `--revision` declares it. Reports p50
+and p99 latency and calls per second, the gateway's overhead at p50, its calls per second as
+a share of the direct calls, and the CPU milliseconds per call of each process taking part
+(the clients, the upstream, the gateway's by kind, PostgreSQL and Redis). Targets: p50
+overhead ≤ 3 ms; at 8 clients ≥ 0.5 × the direct calls per second.
 
 Gated calls: GATED times, one at a time, a client calls the destructive `delete_file`, which
 is held until a person decides; the benchmark waits until its request is pending

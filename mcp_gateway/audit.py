@@ -37,7 +37,6 @@ GATHER_SECONDS = 0.05
 class _Writer:
     queued: list[Event] = field(default_factory=list)
     task: "asyncio.Task[None] | None" = None
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def drain(self) -> None:
         try:
@@ -49,7 +48,6 @@ class _Writer:
                 await self._write(batch)
         finally:
             self.task = None
-            self.idle.set()
 
     async def _write(self, batch: list[Event]) -> None:
         pause = FIRST_PAUSE
@@ -85,5 +83,4 @@ def later(event: Event) -> None:
     writer = _writer()
     writer.queued.append(event)
     if writer.task is None:
-        writer.idle.clear()
         writer.task = detached_task(writer.drain())
