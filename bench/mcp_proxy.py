@@ -7,7 +7,8 @@ Immediate calls: for 1 and then 8 concurrent clients, the upstream's read-only t
 through the gateway, in the same run. Each client is a process of its own, as an agent is,
 holding one official `mcp.Client` for all its calls; direct and gateway clients are built
 alike (the client asks `server/discover` and speaks 2026-07-28, statelessly, to both). The
-gateway speaks to the upstream on a 2025 session, or as `--revision` declares it. Reports p50
+gateway speaks to the upstream as the client does, or as `--revision` declares it (2025-11-25:
+a session). Reports p50
 and p99 latency and calls per second, the gateway's overhead at p50, its calls per second as
 a share of the direct calls, and the CPU milliseconds per call of each process taking part
 (the clients, the upstream, the gateway's by kind, PostgreSQL and Redis). Targets: p50
@@ -212,8 +213,8 @@ def main() -> None:
     parser.add_argument(
         "--revision",
         default="",
-        help="the revision declared for the upstream (the default, stateful one, which speaks "
-        "both): 2026-07-28 to relay calls without a session",
+        help="the revision declared for the upstream (the default one, which speaks both): "
+        "2025-11-25 to relay calls on a session",
     )
     parser.add_argument(
         "--profile",
@@ -239,7 +240,7 @@ def main() -> None:
                 if args.stateless
                 else f"declared {args.revision}"
                 if args.revision
-                else "2025 sessions"
+                else "undeclared (the newest both speak, asked with server/discover)"
             )
         )
         for clients in (int(c) for c in args.clients.split(",")):

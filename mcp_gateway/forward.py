@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.session import ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_gateway import client_priming, plain_http, sessions
 from mcp_gateway.models import Upstream
@@ -113,10 +114,13 @@ def _client(upstream: Upstream) -> Client:
 
 
 def _mode(upstream: Upstream) -> str:
-    """The SDK client's mode for the upstream's declared revision: the 2025 handshake
-    ("legacy"), or a stateless revision adopted without asking (the client then answers an
-    `input_required` result's questions through its elicitation callback and retries)."""
-    return upstream.revision or "legacy"
+    """The SDK client's mode for the upstream's declared revision: the newest it offers
+    ("auto": `server/discover`, else the handshake), the 2025 handshake ("legacy"), or a
+    stateless revision adopted without asking (the client then answers an `input_required`
+    result's questions through its elicitation callback and retries)."""
+    if not upstream.revision:
+        return "auto"
+    return upstream.revision if upstream.revision in MODERN_PROTOCOL_VERSIONS else "legacy"
 
 
 def _http(upstream: Upstream) -> httpx2.AsyncClient:

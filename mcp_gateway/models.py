@@ -31,7 +31,8 @@ class Upstream(models.Model):
     # The groups whose members may call its tools (mcp_gateway.upstreams.may_call); empty:
     # every caller whose token has the scope.
     callers = models.JSONField(default=list, blank=True)
-    # The protocol revision the gateway speaks to it: blank for the 2025 revisions (an
+    # The protocol revision the gateway speaks to it: blank for the newest it offers (asked
+    # with `server/discover`, as the official client asks), a 2025 revision for a session (an
     # `initialize` handshake; the server may ask questions over the session), or a stateless
     # revision (2026-07-28: each call one request; questions come as `input_required`).
     revision = models.CharField(max_length=20, blank=True)

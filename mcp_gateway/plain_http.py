@@ -11,9 +11,10 @@ relay's. Its HTTP client is aiohttp's, not httpx's as the SDK's: a POST and its 
 httpx 0.84 ms of CPU and aiohttp 0.30 (bench/README.md); an SSE answer's bytes are still
 read by httpx's own event parser (`httpx2.EventSource`), so both read events alike.
 
-What the SDK's client does for such a call, this does the same way, on the 2025 revisions
-(an upstream's default: a server written for them asks its client questions over the
-session, which the 2026 revision has no way to carry) and on 2026-07-28 when declared:
+What the SDK's client does for such a call, this does the same way, on the revision declared
+for the upstream or, undeclared, the newest both speak (`server/discover` first, as the
+SDK's client does in its "auto" mode: 2026-07-28 if the upstream offers it, else a 2025
+session):
 
 - **The session.** `initialize` (the latest handshake revision, clientInfo, the elicitation
   capability), `notifications/initialized`, then the session id and negotiated revision on
@@ -27,7 +28,7 @@ session, which the 2026 revision has no way to carry) and on 2026-07-28 when dec
   POSTed back, a `ping` is answered, and any other request is refused as the SDK's client
   refuses a capability it did not declare. A stream that ends without the call's answer is
   the call's failure.
-- **A stateless upstream** (declared `revision: 2026-07-28`) has no session: each call is one
+- **A stateless upstream** (on 2026-07-28, asked or declared) has no session: each call is one
   request carrying the revision, the client's capabilities and name in its `_meta` and the
   routing headers (`Mcp-Method`, `Mcp-Name`). An `input_required` answer is raised as
   InputRequired, and forward.call makes the call through the SDK's client, which asks the
@@ -52,7 +53,12 @@ import httpx2
 import mcp_types as types
 from mcp.client.session import ElicitationFnT
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    LATEST_MODERN_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 
 MAX_EVENT = 1024 * 1024  # mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE
 CLIENT_INFO = {"name": "approval-gateway", "version": "1"}
@@ -60,6 +66,7 @@ ACCEPT = "application/json, text/event-stream"
 CAPABILITIES = {"elicitation": {"form": {}, "url": {}}}
 CONNECTION_CLOSED = -32000  # the SDK's code for an answer that can never come
 DRAIN_SECONDS = 0.5
+MAX_ERROR = 64 * 1024  # bytes of an HTTP error's body read for its JSON-RPC error
 
 
 class Forgotten(Exception):
@@ -79,6 +86,8 @@ class _Line:
     http: aiohttp.ClientSession
     # A stateless revision (2026-07-28), or "" for the 2025 revisions' sessions.
     stateless: str = ""
+    # Not yet known which: the upstream is asked first (discover).
+    undecided: bool = False
     session_id: str | None = None
     version: str = ""
     ids: "itertools.count[int]" = field(default_factory=lambda: itertools.count(1))
@@ -107,7 +116,7 @@ class _Line:
             rid = next(self.ids)
             message = _request(rid, "initialize", hello)
             async with self.http.post(self.url, json=message, headers=self.headers()) as response:
-                _raise_for_status(response)
+                await _raise_for_status(response)
                 session_id = response.headers.get("mcp-session-id")
                 result = await _final(self, response, rid, None)
             version = result.get("protocolVersion")
@@ -116,9 +125,46 @@ class _Line:
             self.session_id, self.version = session_id, version
             await _post(self, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
+    async def discover(self) -> None:
+        """Ask the upstream which revisions it speaks (`server/discover`, as the official
+        client does in its "auto" mode) and speak the newest stateless one both know; any
+        refusal (an HTTP error, a JSON-RPC error, no such revision) means the 2025
+        handshake. A failure to reach the upstream is the call's, and the next call asks
+        again."""
+        async with self.opening:
+            if not self.undecided:
+                return
+            version = LATEST_MODERN_VERSION
+            rid = next(self.ids)
+            meta = {
+                types.PROTOCOL_VERSION_META_KEY: version,
+                types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
+                types.CLIENT_INFO_META_KEY: CLIENT_INFO,
+            }
+            headers = {
+                "accept": ACCEPT,
+                "content-type": "application/json",
+                "mcp-protocol-version": version,
+                "mcp-method": "server/discover",
+            }
+            message = _request(rid, "server/discover", {"_meta": meta})
+            result: Any = None
+            async with self.http.post(self.url, json=message, headers=headers) as response:
+                if response.status < 400:
+                    with contextlib.suppress(MCPError, ValueError):
+                        result = await _final(self, response, rid, None)
+                else:
+                    await response.read()
+            offered = result.get("supportedVersions") if isinstance(result, dict) else None
+            both = [v for v in MODERN_PROTOCOL_VERSIONS if v in (offered or ())]
+            self.stateless = both[-1] if both else ""
+            self.undecided = False
+
     async def call(
         self, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
     ) -> dict[str, Any]:
+        if self.undecided:
+            await self.discover()
         if self.stateless:
             return await self._stateless_call(tool, arguments)
         if not self.version:
@@ -141,7 +187,7 @@ class _Line:
         async with self.http.post(self.url, json=message, headers=self.headers()) as response:
             if response.status == 404 and self.session_id:
                 raise Forgotten()
-            _raise_for_status(response)
+            await _raise_for_status(response)
             return await _final(self, response, rid, asks)
 
     async def _stateless_call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +209,7 @@ class _Line:
         }
         message = _request(rid, "tools/call", params)
         async with self.http.post(self.url, json=message, headers=headers) as response:
-            _raise_for_status(response)
+            await _raise_for_status(response)
             result = await _final(self, response, rid, None)
         if result.get("resultType") == "input_required":
             raise InputRequired()
@@ -174,15 +220,25 @@ def _request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
 
 
-def _raise_for_status(response: aiohttp.ClientResponse) -> None:
-    if response.status >= 400:
-        raise MCPError(CONNECTION_CLOSED, f"The upstream answered HTTP {response.status}.")
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    """Raise for an HTTP error: the JSON-RPC error in its body if it has one (a stateless
+    server refuses that way), as the SDK's transport reads it, else the status."""
+    if response.status < 400:
+        return
+    error: Any = None
+    if response.content_type == "application/json":
+        with contextlib.suppress(ValueError, AttributeError, aiohttp.ClientError):
+            error = json.loads(await response.content.read(MAX_ERROR)).get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        code = error.get("code") if isinstance(error.get("code"), int) else CONNECTION_CLOSED
+        raise MCPError(code, error["message"][:MAX_ERROR])
+    raise MCPError(CONNECTION_CLOSED, f"The upstream answered HTTP {response.status}.")
 
 
 async def _post(line: _Line, body: dict[str, Any]) -> None:
     """POST a message that has no answer of its own (a notification, a reply)."""
     async with line.http.post(line.url, json=body, headers=line.headers()) as sent:
-        _raise_for_status(sent)
+        await _raise_for_status(sent)
         await sent.read()
 
 
@@ -267,10 +323,11 @@ _lines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Line]]"
 )
 
 
-def line(name: str, key: str, url: str, make_http: Any, stateless: str = "") -> _Line:
+def line(name: str, key: str, url: str, make_http: Any, revision: str = "") -> _Line:
     """This loop's line to the upstream `name`, opened with `key` (forward._key: its address,
     revision and secrets); a line of the same upstream with another key (it was edited) is
-    closed. `stateless`: the upstream's stateless revision, if it speaks one."""
+    closed. `revision`: the one declared for the upstream: a stateless one, a 2025 one (a
+    session), or "" for the newest the upstream offers."""
     loop = asyncio.get_running_loop()
     lines = _lines.get(loop)
     if lines is None:
@@ -281,7 +338,8 @@ def line(name: str, key: str, url: str, make_http: Any, stateless: str = "") -> 
         for old in [k for k in lines if k.split(" ", 1)[0] == name]:
             stale = lines.pop(old)
             asyncio.get_running_loop().create_task(stale.http.close())
-        kept = lines[key] = _Line(url, make_http(), stateless)
+        stateless = revision if revision in MODERN_PROTOCOL_VERSIONS else ""
+        kept = lines[key] = _Line(url, make_http(), stateless, undecided=not revision)
     return kept
 
 

@@ -5,7 +5,7 @@ import os
 import re
 from typing import Any
 
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from agents import external, versions
 from agents.agentfiles import AgentFileError
@@ -139,10 +139,11 @@ def check(spec: Any, where: str) -> dict[str, Any]:
     revision = spec.get("revision") or ""
     if isinstance(revision, datetime.date):
         revision = revision.isoformat()  # YAML reads an unquoted 2026-07-28 as a date
-    if revision and revision not in MODERN_PROTOCOL_VERSIONS:
+    if revision and revision not in MODERN_PROTOCOL_VERSIONS + HANDSHAKE_PROTOCOL_VERSIONS:
         raise AgentFileError(
             f"{where}: 'revision' is one of {list(MODERN_PROTOCOL_VERSIONS)} (a stateless "
-            "revision), or left out for the 2025 revisions"
+            f"revision) or {list(HANDSHAKE_PROTOCOL_VERSIONS)} (sessions), or left out for "
+            "the newest the upstream speaks, as the official client chooses"
         )
     try:
         policy = check_policy(spec.get("policy"), where)

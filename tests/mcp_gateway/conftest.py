@@ -34,10 +34,14 @@ os.environ["MCP_HOLD_SECONDS"] = "6"
 # short one lets a test see a killed worker's call finished as interrupted.
 os.environ["MCP_CALL_LEASE_SECONDS"] = "3"
 
+# Declared a 2025 revision: the upstream speaks both, and its `confirm_name` and `sign_in` ask
+# over the session (`ctx.elicit`), which the newest revision cannot carry (test_plain_http's
+# DiscoverTestCase: undeclared, the gateway speaks the newest, as the official client does).
 FILES = """
 mcp_servers:
   - name: files
     url: {url}
+    revision: 2025-11-25
     headers: {{Authorization: "Bearer ${{MCP_TEST_FILES_TOKEN}}"}}
     trust_annotations: true
 """

@@ -42,8 +42,9 @@ class Wire:
         return aiohttp.ClientSession(trace_configs=[trace])
 
 
-def line(wire: Wire, upstream: Upstream, key: str) -> Any:
-    return plain_http.line(key, f"{key} {upstream.url}", upstream.url, wire.http)
+def line(wire: Wire, upstream: Upstream, key: str, revision: str = "2025-11-25") -> Any:
+    """A line declared `revision` (a session by default: the upstream speaks both)."""
+    return plain_http.line(key, f"{key} {upstream.url}", upstream.url, wire.http, revision)
 
 
 class PlainHttpTestCase:
@@ -157,6 +158,55 @@ class JsonUpstreamTestCase:
             upstream.stop()
         assert wire.methods.count("tools/call") == 2
         assert set(wire.sessions) == {None}
+
+
+class DiscoverTestCase:
+    """An upstream declared without a revision is asked which it speaks, as the official
+    client asks (`server/discover`), once per line."""
+
+    def calls(self, upstream: Upstream, wire: Wire, key: str) -> list[str]:
+        async def go() -> list[str]:
+            to = line(wire, upstream, key, revision="")
+            return [
+                text(await plain_http.call(to, "read_note", {"name": n}, None)) for n in ("a", "b")
+            ]
+
+        return run(go())
+
+    def test_an_upstream_of_both_revisions_is_called_without_a_session(
+        self, upstream: Upstream
+    ) -> None:
+        wire = Wire()
+        assert self.calls(upstream, wire, "d1") == ["note a: hello", "note b: hello"]
+        assert wire.methods == ["server/discover", "tools/call", "tools/call"]
+        assert set(wire.sessions) == {None}
+
+    def test_an_upstream_of_the_2025_revisions_only_gets_a_session(self, tmp_path: Path) -> None:
+        old = Upstream(tmp_path, mode="2025")
+        old.start()
+        wire = Wire()
+        try:
+            assert self.calls(old, wire, "d2") == ["note a: hello", "note b: hello"]
+        finally:
+            old.stop()
+        assert wire.methods == [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "tools/call",
+        ]
+        assert wire.sessions[-1] and len(set(wire.sessions[2:])) == 1
+
+    def test_a_tool_that_asks_over_a_session_fails_without_one_as_for_the_official_client(
+        self, upstream: Upstream
+    ) -> None:
+        async def go() -> Any:
+            to = line(Wire(), upstream, "d3", revision="")
+            return await plain_http.call(to, "confirm_name", {"suggested": "x"}, answer("x"))
+
+        with pytest.raises(MCPError, match="no back-channel"):
+            run(go())
 
 
 class ResultCheckTestCase:

@@ -2,6 +2,7 @@
 to it as single requests with no session, its `input_required` questions go to a person and
 the call is made again with the answer, and gated calls reach it the same way."""
 
+import datetime
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -105,11 +106,16 @@ class RevisionFieldTestCase:
     def spec(self, revision: Any) -> dict[str, Any]:
         return {"name": "n", "url": "http://127.0.0.1:1/mcp", "revision": revision}
 
-    def test_a_2025_revision_or_an_unknown_one_is_refused_in_words(self) -> None:
-        for wrong in ("2025-06-18", "latest", 7):
+    def test_an_unknown_revision_is_refused_in_words(self) -> None:
+        for wrong in ("2025-12-01", "latest", 7):
             with pytest.raises(AgentFileError, match="'revision' is one of"):
                 upstreams.check(self.spec(wrong), "f.yaml")
 
-    def test_left_out_it_is_the_2025_revisions(self) -> None:
+    def test_a_2025_revision_is_kept_an_unquoted_date_too(self) -> None:
+        for declared in ("2025-06-18", datetime.date(2025, 11, 25)):
+            kept = upstreams.check(self.spec(declared), "f.yaml")["revision"]
+            assert kept == str(declared)
+
+    def test_left_out_it_is_the_newest_the_upstream_offers(self) -> None:
         spec = self.spec(None)
         assert upstreams.check(spec, "f.yaml")["revision"] == ""

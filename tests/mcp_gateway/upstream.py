@@ -15,7 +15,7 @@ no back-channel for it and fails the tool)."""
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import anyio
 import uvicorn
@@ -96,9 +96,43 @@ async def choose_name(
     return answer.action
 
 
+def only_2025(app: Any) -> Any:
+    """The app as a server of the 2025 revisions only answers a request of a newer one: HTTP
+    400, as the 1.x SDK's transport refuses an MCP-Protocol-Version it does not know."""
+
+    async def refusing(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"mcp-protocol-version", b"") >= b"2026":
+            body = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "server-error",
+                    "error": {
+                        "code": -32600,
+                        "message": "Bad Request: Unsupported protocol version",
+                    },
+                }
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 400,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return refusing
+
+
 if __name__ == "__main__":
     # A third argument, `json`: stateless, answering in JSON (no session: questions only as
-    # `input_required` results, to a 2026-07-28 client).
-    plain = len(sys.argv) > 3 and sys.argv[3] == "json"
+    # `input_required` results, to a 2026-07-28 client); `2025`: the 2025 revisions only.
+    mode = sys.argv[3] if len(sys.argv) > 3 else ""
+    plain = mode == "json"
     app = server.streamable_http_app(stateless_http=plain, json_response=plain)
+    if mode == "2025":
+        app = only_2025(app)
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
