@@ -8,11 +8,11 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_delete
 
         from a2a_server.models import PushNotificationConfig
         from agents import events
-        from webhooks import fanout
+        from webhooks import fanout, outbox
         from webhooks.models import Subscription
 
         events.committed.connect(fanout.nudge, dispatch_uid="webhooks.fanout.nudge")
@@ -23,3 +23,9 @@ class WebhooksConfig(AppConfig):
                     sender=model,
                     dispatch_uid=f"webhooks.fanout.forget_receivers.{model.__name__}.{signal}",
                 )
+            # A deletion waits for an attempt being recorded (outbox.hold_deliveries).
+            pre_delete.connect(
+                outbox.hold_deliveries,
+                sender=model,
+                dispatch_uid=f"webhooks.outbox.hold_deliveries.{model.__name__}",
+            )

@@ -326,3 +326,15 @@ def tell_owner(s: Subscription, reason: str) -> None:
 
 
 outbox = Outbox()
+
+
+def hold_deliveries(sender: Any, instance: Any, **kwargs: Any) -> None:
+    """pre_delete of a receiver (a subscription or an A2A push config): its deliveries' rows
+    locked before the deletion removes their attempts. A worker recording an attempt
+    (Outbox.record) holds its delivery's row until it commits; without this lock the deletion
+    removed the attempts it could see, waited for that row, then failed at commit on the
+    attempt written meanwhile (the foreign key is checked then). With it, the deletion waits
+    first and removes that attempt too. (Django sends pre_delete before any row is deleted.)"""
+    field = "subscription" if isinstance(instance, Subscription) else "push_config"
+    rows = Delivery.objects.select_for_update().filter(**{field: instance}).order_by("pk")
+    list(rows.values_list("pk"))
