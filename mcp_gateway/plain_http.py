@@ -134,27 +134,15 @@ class _Line:
         async with self.opening:
             if not self.undecided:
                 return
-            version = LATEST_MODERN_VERSION
             rid = next(self.ids)
-            meta = {
-                types.PROTOCOL_VERSION_META_KEY: version,
-                types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
-                types.CLIENT_INFO_META_KEY: CLIENT_INFO,
-            }
-            headers = {
-                "accept": ACCEPT,
-                "content-type": "application/json",
-                "mcp-protocol-version": version,
-                "mcp-method": "server/discover",
-            }
-            message = _request(rid, "server/discover", {"_meta": meta})
+            message, headers = _stateless(LATEST_MODERN_VERSION, rid, "server/discover", {})
             result: Any = None
             async with self.http.post(self.url, json=message, headers=headers) as response:
                 if response.status < 400:
                     with contextlib.suppress(MCPError, ValueError):
                         result = await _final(self, response, rid, None)
                 else:
-                    await response.read()
+                    await response.content.read(MAX_ERROR)  # a refusal: its start is enough
             offered = result.get("supportedVersions") if isinstance(result, dict) else None
             both = [v for v in MODERN_PROTOCOL_VERSIONS if v in (offered or ())]
             self.stateless = both[-1] if both else ""
@@ -194,20 +182,8 @@ class _Line:
         """One request carrying what a session would have said (the revision, the client's
         capabilities and name, in `_meta` and the routing headers)."""
         rid = next(self.ids)
-        meta = {
-            types.PROTOCOL_VERSION_META_KEY: self.stateless,
-            types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
-            types.CLIENT_INFO_META_KEY: CLIENT_INFO,
-        }
-        params = {"name": tool, "arguments": arguments, "_meta": meta}
-        headers = {
-            "accept": ACCEPT,
-            "content-type": "application/json",
-            "mcp-protocol-version": self.stateless,
-            "mcp-method": "tools/call",
-            "mcp-name": tool,
-        }
-        message = _request(rid, "tools/call", params)
+        params = {"name": tool, "arguments": arguments}
+        message, headers = _stateless(self.stateless, rid, "tools/call", params, name=tool)
         async with self.http.post(self.url, json=message, headers=headers) as response:
             await _raise_for_status(response)
             result = await _final(self, response, rid, None)
@@ -218,6 +194,28 @@ class _Line:
 
 def _request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def _stateless(
+    version: str, rid: int, method: str, params: dict[str, Any], name: str = ""
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A request of a stateless revision and its headers: it carries what a session would
+    have said (the revision, the client's capabilities and name) in its `_meta`, and its
+    method (and tool) in the routing headers."""
+    meta = {
+        types.PROTOCOL_VERSION_META_KEY: version,
+        types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
+        types.CLIENT_INFO_META_KEY: CLIENT_INFO,
+    }
+    headers = {
+        "accept": ACCEPT,
+        "content-type": "application/json",
+        "mcp-protocol-version": version,
+        "mcp-method": method,
+    }
+    if name:
+        headers["mcp-name"] = name
+    return _request(rid, method, {**params, "_meta": meta}), headers
 
 
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
@@ -305,10 +303,8 @@ async def _reply(line: _Line, request: dict[str, Any], asks: ElicitationFnT | No
             answer = await asks(None, params)  # type: ignore[arg-type]  # unused by ours
     else:
         answer = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
-    if isinstance(answer, types.ErrorData):
-        await _post(line, {"jsonrpc": "2.0", "id": rid, "error": _dump(answer)})
-    else:
-        await _post(line, {"jsonrpc": "2.0", "id": rid, "result": _dump(answer)})
+    kind = "error" if isinstance(answer, types.ErrorData) else "result"
+    await _post(line, {"jsonrpc": "2.0", "id": rid, kind: _dump(answer)})
 
 
 def _dump(value: Any) -> Any:
