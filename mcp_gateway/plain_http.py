@@ -33,7 +33,9 @@ session):
   routing headers (`Mcp-Method`, `Mcp-Name`). An `input_required` answer is raised as
   InputRequired, and forward.call makes the call through the SDK's client, which asks the
   questions and calls again with the answers (it would send the first request again: a
-  server asking that way has not run the call, the revision says so).
+  server asking that way has not run the call, the revision says so). An upstream that was
+  asked, and now refuses the revision it offered (it was downgraded), is asked again and the
+  call sent once more, on what it now speaks: a request refused for its revision was not run.
 - **The result** is validated as the SDK validates it (`CallToolResult`; structured content
   against the tool's output schema, when it has one and the call did not fail); a JSON-RPC
   error or any other failure is raised, and forward.call makes it the call's result.
@@ -53,6 +55,7 @@ import httpx2
 import mcp_types as types
 from mcp.client.session import ElicitationFnT
 from mcp.shared.exceptions import MCPError
+from mcp_types import UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
@@ -73,6 +76,11 @@ class Forgotten(Exception):
     """The upstream does not know the session (it restarted): the call was not run."""
 
 
+class VersionRefused(Exception):
+    """A stateless call was refused for its revision (the upstream no longer speaks it): the
+    call was not run (a server checks the revision before anything else)."""
+
+
 class InputRequired(Exception):
     """A stateless upstream answered `input_required`: it needs answers before it runs the
     call, which the SDK's client gets and sends back (forward.call calls again through it)."""
@@ -88,6 +96,8 @@ class _Line:
     stateless: str = ""
     # Not yet known which: the upstream is asked first (discover).
     undecided: bool = False
+    # Undeclared: the revision is the upstream's answer, asked again if it refuses it.
+    asked: bool = False
     session_id: str | None = None
     version: str = ""
     ids: "itertools.count[int]" = field(default_factory=lambda: itertools.count(1))
@@ -154,7 +164,20 @@ class _Line:
         if self.undecided:
             await self.discover()
         if self.stateless:
-            return await self._stateless_call(tool, arguments)
+            try:
+                return await self._stateless_call(tool, arguments)
+            except VersionRefused as refused:
+                if not self.asked:
+                    raise MCPError(
+                        UNSUPPORTED_PROTOCOL_VERSION,
+                        f"The upstream refuses its declared revision {self.stateless}"
+                        f" ({str(refused)[:500]}): declare the one it speaks, or none.",
+                    ) from None
+                # It changed since it was asked (a downgrade): asked again, once per line.
+                self.stateless, self.undecided = "", True
+                await self.discover()
+                if self.stateless:
+                    return await self._stateless_call(tool, arguments)
         if not self.version:
             await self.open()
         for attempt in (1, 2):
@@ -185,7 +208,12 @@ class _Line:
         params = {"name": tool, "arguments": arguments}
         message, headers = _stateless(self.stateless, rid, "tools/call", params, name=tool)
         async with self.http.post(self.url, json=message, headers=headers) as response:
-            await _raise_for_status(response)
+            try:
+                await _raise_for_status(response)
+            except MCPError as e:
+                if response.status == 400 and _refuses_version(e):
+                    raise VersionRefused(e.error.message) from e
+                raise
             result = await _final(self, response, rid, None)
         if result.get("resultType") == "input_required":
             raise InputRequired()
@@ -216,6 +244,13 @@ def _stateless(
     if name:
         headers["mcp-name"] = name
     return _request(rid, method, {**params, "_meta": meta}), headers
+
+
+def _refuses_version(error: MCPError) -> bool:
+    """A refusal of the request's revision: the 2026 code, or the 1.x SDK's message (its
+    code is only "invalid request")."""
+    message = str(error.error.message).lower()
+    return error.code == UNSUPPORTED_PROTOCOL_VERSION or "unsupported protocol version" in message
 
 
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
@@ -335,7 +370,9 @@ def line(name: str, key: str, url: str, make_http: Any, revision: str = "") -> _
             stale = lines.pop(old)
             asyncio.get_running_loop().create_task(stale.http.close())
         stateless = revision if revision in MODERN_PROTOCOL_VERSIONS else ""
-        kept = lines[key] = _Line(url, make_http(), stateless, undecided=not revision)
+        kept = lines[key] = _Line(
+            url, make_http(), stateless, undecided=not revision, asked=not revision
+        )
     return kept
 
 

@@ -198,6 +198,55 @@ class DiscoverTestCase:
         ]
         assert wire.sessions[-1] and len(set(wire.sessions[2:])) == 1
 
+    def test_an_upstream_downgraded_since_it_was_asked_is_asked_again_and_runs_the_call_once(
+        self, tmp_path: Path
+    ) -> None:
+        both = Upstream(tmp_path)
+        old = Upstream(tmp_path, mode="2025")
+        old.port, old.url = both.port, both.url  # the same server, restarted older
+        both.start()
+        wire = Wire()
+
+        async def go() -> list[str]:
+            to = line(wire, both, "d4", revision="")
+            said = [text(await plain_http.call(to, "read_note", {"name": "a"}, None))]
+            await asyncio.to_thread(both.stop)
+            await asyncio.to_thread(old.start)
+            said.append(text(await plain_http.call(to, "delete_file", {"path": "/x"}, None)))
+            return said
+
+        try:
+            assert run(go()) == ["note a: hello", "deleted /x"]
+        finally:
+            both.stop()
+            old.stop()
+        assert wire.methods == [
+            "server/discover",
+            "tools/call",
+            "tools/call",  # refused for its revision: not run
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+        ]
+        assert [c["path"] for c in old.deleted()] == ["/x"]
+
+    def test_a_declared_revision_refused_is_the_call_s_error(self, tmp_path: Path) -> None:
+        old = Upstream(tmp_path, mode="2025")
+        old.start()
+        wire = Wire()
+
+        async def go() -> Any:
+            to = line(wire, old, "d5", revision="2026-07-28")
+            return await plain_http.call(to, "delete_file", {"path": "/y"}, None)
+
+        try:
+            with pytest.raises(MCPError, match="refuses its declared revision 2026-07-28"):
+                run(go())
+        finally:
+            old.stop()
+        assert wire.methods == ["tools/call"] and old.deleted() == []
+
     def test_a_tool_that_asks_over_a_session_fails_without_one_as_for_the_official_client(
         self, upstream: Upstream
     ) -> None:
