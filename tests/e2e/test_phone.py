@@ -32,10 +32,13 @@ def assert_fits_a_phone(page: Any) -> None:
     assert page.evaluate(SMALL_TARGETS) == [], page.url
 
 
+# The narrowest phones in use: the bar must still be one line.
+NARROW = {"width": 320, "height": 640}
+
+
 def assert_one_line_bar(page: Any) -> None:
-    """A reviewer's top bar is one line (a tap target's height and its padding): a second
-    line would push the first card down (the bar keeps what fits; the Email page links the
-    rest, as the Grants page)."""
+    """The top bar is one line (a tap target's height and its padding): a second line would
+    push the first card down (the bar keeps Inbox and New run; its menu has the rest)."""
     bar = page.evaluate("() => document.querySelector('.top').getBoundingClientRect().height")
     assert bar < 2 * 44, f"{page.url}: the top bar is {bar} px high"
 
@@ -95,3 +98,22 @@ class PhoneTestCase:
         page.context.clear_cookies()
         page.goto(self.site.url("/login/"))
         assert_fits_a_phone(page)
+
+    def test_the_bar_is_one_line_even_narrow_and_its_menu_has_the_other_pages(self) -> None:
+        for who, viewport in (("reviewer", NARROW), ("admin", PHONE), ("admin", NARROW)):
+            page = self.site.login(who, viewport=viewport, is_mobile=True, has_touch=True)
+            assert_one_line_bar(page)
+            bar = page.locator(".top")
+            expect(bar.get_by_role("link", name="Inbox")).to_be_visible()
+            expect(bar.get_by_role("link", name="Email")).to_have_count(0)  # in the closed menu
+            bar.locator("summary", has_text="Menu").tap()
+            expect(bar.get_by_role("link", name="Email")).to_be_visible()
+            assert_fits_a_phone(page)
+        self.site.shoot(page, "menu-phone")
+        expect(bar.get_by_role("link", name="Metrics")).to_be_visible()
+        bar.get_by_role("link", name="Audit").tap()
+        expect(page).to_have_title("Audit trail · Approval gateway")
+        assert_one_line_bar(page)
+        bar.locator("summary", has_text="Menu").tap()
+        bar.get_by_role("button", name="Log out").tap()
+        expect(page).to_have_url(self.site.url("/login/"))
