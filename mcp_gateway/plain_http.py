@@ -173,7 +173,7 @@ class _Line:
                         f"The upstream refuses its declared revision {self.stateless}"
                         f" ({str(refused)[:500]}): declare the one it speaks, or none.",
                     ) from None
-                # It changed since it was asked (a downgrade): asked again, once per line.
+                # It changed since it was asked (a downgrade): asked again.
                 self.stateless, self.undecided = "", True
                 await self.discover()
                 if self.stateless:
