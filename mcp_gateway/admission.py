@@ -5,7 +5,8 @@ is refused first (`foreign`); then the bearer token's user must hold the `runs` 
 permission to start work, and the upstream the path names must exist and take this caller
 (`admit`). Refusals are JSON-RPC errors with the HTTP status an MCP client acts on.
 
-An admission is reused for ADMITTED_SECONDS by the same token on the same path: an agent
+An admission is reused for ADMITTED_SECONDS by the same token on the same path (or, for a
+call on /mcp, to the server its tool's name names: mcp_gateway.proxy.resolver): an agent
 calls tool after tool, and reading its token, user, permission and upstream for each call
 was a third of the gateway's time on an immediate call (bench/README.md, issue 30). So a
 revoked or expired token, a permission taken away or an upstream's `callers` changed is

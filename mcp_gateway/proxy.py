@@ -190,26 +190,50 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await refused(scope, receive, send)
         return
     credential = admission.credential(user, header)
-    await _serve(scope, receive, send, Caller(upstream, user, credential, name))
+    await _serve(scope, receive, send, Caller(upstream, user, credential, name), header)
 
 
 def _server_info() -> dict[str, Any]:
     return server.server_info_stamp
 
 
-async def _serve(scope: dict[str, Any], receive: Any, send: Any, caller: Caller) -> None:
+async def _serve(
+    scope: dict[str, Any], receive: Any, send: Any, caller: Caller, header: str
+) -> None:
     """The SDK answers the request, with who calls and where in the context its handlers read;
     a plain call of an immediate tool is relayed without it (mcp_gateway.relay)."""
     agent = dict(scope.get("headers", [])).get(b"user-agent", b"").decode("latin-1")
     caller = dataclasses.replace(caller, user_agent=agent)
     _caller.set(caller)
-    if scope.get("method") != "POST" or caller.upstream is None:
+    if scope.get("method") != "POST" or caller.endpoint == own_tools.NAME:
         await transport.handle(server, scope, receive, send)
         return
     if (body := await transport.body(scope, receive, send)) is None:
         return
     if await relay.answered(
-        caller.upstream, caller.user, caller.credential, scope, body, send, _server_info
+        resolver(caller, header), caller.user, caller.credential, scope, body, send, _server_info
     ):
         return
     await transport.handle(server, scope, receive, send, body)
+
+
+def resolver(caller: Caller, header: str) -> relay.Resolve:
+    """What a tool's name calls on the caller's endpoint: on /mcp/<name>, that upstream's tool;
+    on /mcp, `<server>__<tool>`'s, when the caller may call that server (admitted to
+    /mcp/<server>, the admission kept as there); else the SDK answers (combined.resolve)."""
+    upstream = caller.upstream
+    if upstream is not None:
+
+        async def named(tool: str) -> tuple[Upstream, str] | None:
+            return upstream, tool
+
+        return named
+
+    async def combined_(tool: str) -> tuple[Upstream, str] | None:
+        server, separated, own = tool.partition(combined.SEPARATOR)
+        if not (separated and server and own) or server == own_tools.NAME:
+            return None
+        _, refused, found = await admission.admit(header, server)
+        return (found, own) if refused is None and found is not None else None
+
+    return combined_

@@ -1,5 +1,5 @@
-"""The quick answer to the commonest request on /mcp/<name>: a `tools/call` of an immediate
-tool, relayed to the upstream and its result answered, without the SDK's server.
+"""The quick answer to the commonest request on /mcp/<name> and /mcp: a `tools/call` of an
+immediate tool, relayed to the upstream and its result answered, without the SDK's server.
 
 Written here rather than left to the SDK, for a reason measured (bench/README.md, issue 30):
 the SDK's server builds for every POST what a long-lived session would build once (a
@@ -19,7 +19,7 @@ on both revisions, so an SDK that changes its answer fails that test, not a clie
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,8 +125,13 @@ def answer_body(
     return json.dumps(envelope, separators=(",", ":")).encode()
 
 
+# The upstream a tool's name on the endpoint calls, and the tool's own name there; None when
+# the SDK is to answer (an unknown tool, or a server the caller may not call, on /mcp).
+Resolve = Callable[[str], Awaitable[tuple[Upstream, str] | None]]
+
+
 async def answered(
-    upstream: Upstream,
+    resolve: Resolve,
     user: Any,
     credential: Credential,
     scope: dict[str, Any],
@@ -134,13 +139,17 @@ async def answered(
     send: Any,
     server_info: Callable[[], dict[str, Any]],
 ) -> bool:
-    """Answer the request here when it is a plain call of one of the upstream's immediate
-    tools with valid arguments; False (nothing sent) when the SDK is to answer it."""
+    """Answer the request here when it is a plain call of an upstream's immediate tool with
+    valid arguments; False (nothing sent) when the SDK is to answer it."""
     call = plain_call(scope.get("headers", []), body)
     if call is None:
         return False
+    found = await resolve(call.tool)
+    if found is None:
+        return False
+    upstream, tool = found
     listing = await forward.listing(upstream)
-    described = listing.named.get(call.tool)
+    described = listing.named.get(tool)
     if described is None or listing.problem(described, call.arguments) is not None:
         return False  # the SDK answers the error
     read_only = bool(described.annotations and described.annotations.read_only_hint)

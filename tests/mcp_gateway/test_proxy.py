@@ -32,12 +32,14 @@ def text(result: Any) -> str:
 class Through:
     """A test of calls through /mcp/files by the operator, decided by a reviewer over REST."""
 
+    ENDPOINT = "/mcp/files"
+
     @pytest.fixture(autouse=True)
     def setup(
         self, files: Upstream, gateway_url: str, users: dict[str, Any], reviewer: Reviewer
     ) -> None:
         self.upstream = files
-        self.url = f"{gateway_url}/mcp/files"
+        self.url = f"{gateway_url}{self.ENDPOINT}"
         self.reviewer = reviewer
         self.caller = users["operator"]
         self.token = token(self.caller, "runs")
@@ -192,8 +194,9 @@ class BadInputTestCase:
         )
         # /mcp neither lists its tools nor calls them.
         assert list_tools(f"{self.gateway}/mcp", self.token) == []
-        with pytest.raises(MCPError, match="Only members of group ops"):
-            call(f"{self.gateway}/mcp", self.token, "files__delete_file", {"path": "/"})
+        for tool, arguments in (("delete_file", {"path": "/"}), ("read_note", {"name": "x"})):
+            with pytest.raises(MCPError, match="Only members of group ops"):
+                call(f"{self.gateway}/mcp", self.token, f"files__{tool}", arguments)
         self.assert_nothing_happened()
         # A member of the group may.
         users["operator"].groups.add(Group.objects.get_or_create(name="ops")[0])

@@ -1,6 +1,7 @@
 """mcp_gateway.relay: a plain call of an immediate tool is answered by the gateway itself, and
 its answer is the one the official SDK gives the same request; anything else is the SDK's."""
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -15,7 +16,7 @@ from mcp_types import (
 )
 
 from agents.models import Event, Suspension
-from mcp_gateway import relay
+from mcp_gateway import admission, proxy, relay
 from tests.conftest import wait_for
 from tests.external.conftest import Later
 from tests.mcp_gateway.test_proxy import Through
@@ -71,8 +72,15 @@ def answer(r: httpx.Response, rid: Any) -> dict[str, Any]:
 
 
 class RelayTestCase(Through):
+    # What the endpoint names the upstream's tools: their own names on /mcp/files.
+    PREFIX = ""
+
+    @property
+    def header(self) -> str:
+        return f"Bearer {self.token}"
+
     def post(self, headers: dict[str, str], body: Any, timeout: float = 30) -> httpx.Response:
-        headers = {**headers, "Authorization": f"Bearer {self.token}"}
+        headers = {**headers, "Authorization": self.header}
         content = body if isinstance(body, str | bytes) else json.dumps(body)
         return httpx.post(self.url, content=content, headers=headers, timeout=timeout)
 
@@ -89,14 +97,18 @@ class RelayTestCase(Through):
 
     @pytest.mark.parametrize(("revision", "version"), REVISIONS)
     def test_the_relayed_answer_is_the_sdks_answer(self, revision: str, version: str) -> None:
-        headers, plain = request(version, "read_note", {"name": "todo"}, rid="call-7")
+        headers, plain = request(version, self.PREFIX + "read_note", {"name": "todo"}, rid="call-7")
         relayed = self.post(headers, plain)
         assert relayed.status_code == 200, relayed.text
         assert relayed.headers["content-type"] == "application/json"
         # The same call asking for progress: the relay leaves it to the SDK (over SSE on
         # the 2025 revisions).
         _, streamed = request(
-            version, "read_note", {"name": "todo"}, rid="call-7", meta={"progressToken": "p1"}
+            version,
+            self.PREFIX + "read_note",
+            {"name": "todo"},
+            rid="call-7",
+            meta={"progressToken": "p1"},
         )
         assert (
             relay.plain_call(
@@ -127,26 +139,27 @@ class RelayTestCase(Through):
 
     @pytest.mark.parametrize(("revision", "version"), REVISIONS)
     def test_an_unknown_tool_is_the_sdks_error(self, revision: str, version: str) -> None:
-        r = self.post(*request(version, "format_disk", {}))
+        r = self.post(*request(version, self.PREFIX + "format_disk", {}))
         error = answer(r, 1)["error"]
-        assert error["code"] == -32602 and "Unknown tool: format_disk" in error["message"]
+        assert error["code"] == -32602
+        assert f"Unknown tool: {self.PREFIX}format_disk" in error["message"]
         self.assert_nothing_called()
 
     @pytest.mark.parametrize(("revision", "version"), REVISIONS)
     def test_arguments_the_schema_refuses_are_the_sdks_error(
         self, revision: str, version: str
     ) -> None:
-        r = self.post(*request(version, "read_note", {"name": 5}))
+        r = self.post(*request(version, self.PREFIX + "read_note", {"name": 5}))
         error = answer(r, 1)["error"]
         assert error["code"] == -32602
-        assert "Invalid arguments for read_note: name" in error["message"]
+        assert f"Invalid arguments for {self.PREFIX}read_note: name" in error["message"]
         # Arguments that are not an object at all are the SDK's too.
-        r = self.post(*request(version, "read_note", ["todo"]))
+        r = self.post(*request(version, self.PREFIX + "read_note", ["todo"]))
         assert "error" in answer(r, 1)
         self.assert_nothing_called()
 
     def test_a_gated_tool_still_raises_a_request(self) -> None:
-        headers, body = request(LEGACY, "delete_file", {"path": "/srv/x"})
+        headers, body = request(LEGACY, self.PREFIX + "delete_file", {"path": "/srv/x"})
         held = Later(lambda: self.post(headers, body, timeout=60))
         s = self.reviewer.decide("files", {"approved": False, "reason": "keep it"})
         r = held.result()
@@ -158,7 +171,7 @@ class RelayTestCase(Through):
         assert self.upstream.deleted() == []
 
     def test_a_batch_is_the_sdks(self) -> None:
-        headers, body = request(LEGACY, "read_note", {"name": "todo"})
+        headers, body = request(LEGACY, self.PREFIX + "read_note", {"name": "todo"})
         r = self.post(headers, [body])
         # The SDK refuses a batch (a JSON-RPC error, 400); the relay answers no array.
         assert r.status_code == 400, r.text
@@ -167,10 +180,32 @@ class RelayTestCase(Through):
 
     @pytest.mark.parametrize("kind", ["Application/JSON", "application/json-seq"])
     def test_a_content_type_the_sdk_refuses_is_refused(self, kind: str) -> None:
-        headers, body = request(LEGACY, "read_note", {"name": "todo"})
+        headers, body = request(LEGACY, self.PREFIX + "read_note", {"name": "todo"})
         r = self.post({**headers, "Content-Type": kind}, body)
         assert r.status_code == 415, r.text
         assert r.json()["error"]["code"] == -32600
+        self.assert_nothing_called()
+
+
+class CombinedRelayTestCase(RelayTestCase):
+    """The same on /mcp, where the tools are named `<server>__<tool>`."""
+
+    ENDPOINT = "/mcp"
+    PREFIX = "files__"
+
+    def test_a_tool_of_a_server_the_caller_may_call_is_relayed(self) -> None:
+        # (The answers are the same either way: this is where /mcp chooses the relay.)
+        caller = proxy.Caller(None, self.caller, admission.credential(self.caller, self.header))
+        resolve = proxy.resolver(caller, self.header)
+        upstream, tool = asyncio.run(resolve("files__read_note")) or (None, "")
+        assert upstream is not None and upstream.name == "files" and tool == "read_note"
+        for name in ("nope__read_note", "gateway__ask_human", "__read_note", "files__", "x"):
+            assert asyncio.run(resolve(name)) is None, name
+
+    def test_a_server_not_behind_the_gateway_is_the_sdks_unknown_tool(self) -> None:
+        for name in ("nope__read_note", "gateway__ask_human", "__read_note", "read_note"):
+            error = answer(self.post(*request(LEGACY, name, {"name": "todo"})), 1)["error"]
+            assert error["code"] == -32602 and f"Unknown tool: {name}" in error["message"]
         self.assert_nothing_called()
 
 
