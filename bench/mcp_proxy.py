@@ -19,6 +19,9 @@ is held until a person decides; the benchmark waits until its request is pending
 (GET /api/suspensions), then POSTs an approval. Measured: the POST's send to the client's
 result (the upstream called once in between). Target: p50 ≤ 50 ms.
 
+`--combined`: the gateway's calls go to /mcp, every upstream's tools on one endpoint, as
+`files__read_note` and `files__delete_file`.
+
 The upstream is the tests' (tests/mcp_gateway/upstream.py) in a process of its own; the
 gateway is `manage.py serve` (daphne and the Celery workers) on a fresh database
 (bench/common.py). The script is not named mcp.py: run as a script, bench/ comes first on
@@ -107,6 +110,7 @@ class Upstream:
 def client(
     url: str, token: str | None, seconds: float, warmup: int, start: Any, results: Any
 ) -> None:
+    tool = f"files__{TOOL}" if url.endswith("/mcp") else TOOL
     """One client process: a session, WARMUP untimed calls, the start line shared with the
     other clients, then calls for SECONDS seconds; puts its latencies on `results`."""
 
@@ -119,14 +123,14 @@ def client(
         http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120))
         async with Client(streamable_http_client(url, http_client=http)) as session:
             for _ in range(warmup):
-                await session.call_tool(TOOL, ARGUMENTS)
+                await session.call_tool(tool, ARGUMENTS)
             await asyncio.to_thread(start.wait)
             took: list[float] = []
             cpu = time.process_time()
             stop = time.monotonic() + seconds
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
-                result = await session.call_tool(TOOL, ARGUMENTS)
+                result = await session.call_tool(tool, ARGUMENTS)
                 took.append(time.perf_counter() - t0)
                 if result.is_error:
                     raise RuntimeError(f"{url}: {result.content}")
@@ -174,7 +178,8 @@ async def gated(gw: Gateway, url: str, count: int) -> None:
     decided, answered = [], []
     async with Client(streamable_http_client(url, http_client=http)) as session:
         for i in range(-3, count):  # three untimed first
-            held = asyncio.create_task(session.call_tool("delete_file", {"path": f"/tmp/b{i}"}))
+            tool = "files__delete_file" if url.endswith("/mcp") else "delete_file"
+            held = asyncio.create_task(session.call_tool(tool, {"path": f"/tmp/b{i}"}))
             while True:
                 pending = (await asyncio.to_thread(gw.call, "GET", PENDING))["results"]
                 if pending:
@@ -217,6 +222,11 @@ def main() -> None:
         "2025-11-25 to relay calls on a session",
     )
     parser.add_argument(
+        "--combined",
+        action="store_true",
+        help="call through /mcp (every upstream's tools, named <server>__<tool>)",
+    )
+    parser.add_argument(
         "--profile",
         metavar="FILE",
         help="py-spy the gateway during its immediate series; collapsed stacks to FILE",
@@ -231,7 +241,8 @@ def main() -> None:
             ["--concurrency", str(args.workers)],
         ) as gw,
     ):
-        proxy = f"{gw.base}/mcp/files"
+        proxy = f"{gw.base}/mcp" if args.combined else f"{gw.base}/mcp/files"
+        print(f"endpoint: {proxy[len(gw.base) :]}")
         print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
         print(
             "upstream: "
