@@ -108,9 +108,8 @@ class Upstream:
 
 
 def client(
-    url: str, token: str | None, seconds: float, warmup: int, start: Any, results: Any
+    url: str, token: str | None, tool: str, seconds: float, warmup: int, start: Any, results: Any
 ) -> None:
-    tool = f"files__{TOOL}" if url.endswith("/mcp") else TOOL
     """One client process: a session, WARMUP untimed calls, the start line shared with the
     other clients, then calls for SECONDS seconds; puts its latencies on `results`."""
 
@@ -139,13 +138,15 @@ def client(
     results.put(asyncio.run(go()))
 
 
-def immediate(url: str, token: str | None, clients: int, seconds: float, warmup: int) -> Any:
+def immediate(
+    url: str, token: str | None, clients: int, seconds: float, warmup: int, tool: str = TOOL
+) -> Any:
     """The latencies of every call of CLIENTS client processes, the calls per second, and the
     CPU seconds the clients used while timed."""
     spawn = multiprocessing.get_context("spawn")
     start, results = spawn.Barrier(clients), spawn.Queue()
     procs = [
-        spawn.Process(target=client, args=(url, token, seconds, warmup, start, results))
+        spawn.Process(target=client, args=(url, token, tool, seconds, warmup, start, results))
         for _ in range(clients)
     ]
     for p in procs:
@@ -167,7 +168,7 @@ def cpu_report(calls: int, used: dict[str, float]) -> str:
     return "  CPU ms per call: " + ", ".join(parts)
 
 
-async def gated(gw: Gateway, url: str, count: int) -> None:
+async def gated(gw: Gateway, url: str, count: int, tool: str) -> None:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -178,7 +179,6 @@ async def gated(gw: Gateway, url: str, count: int) -> None:
     decided, answered = [], []
     async with Client(streamable_http_client(url, http_client=http)) as session:
         for i in range(-3, count):  # three untimed first
-            tool = "files__delete_file" if url.endswith("/mcp") else "delete_file"
             held = asyncio.create_task(session.call_tool(tool, {"path": f"/tmp/b{i}"}))
             while True:
                 pending = (await asyncio.to_thread(gw.call, "GET", PENDING))["results"]
@@ -242,6 +242,7 @@ def main() -> None:
         ) as gw,
     ):
         proxy = f"{gw.base}/mcp" if args.combined else f"{gw.base}/mcp/files"
+        prefix = "files__" if args.combined else ""  # the tools' names on /mcp
         print(f"endpoint: {proxy[len(gw.base) :]}")
         print(f"setup: {gw.setup}; load average {os.getloadavg()[0]:.2f} at the start")
         print(
@@ -263,7 +264,7 @@ def main() -> None:
             up0, gw0 = upstream.cpu_seconds(), gw.cpu_seconds()
             with gw.profiled(args.profile and f"{args.profile}.{clients}"):
                 through, rate, through_cpu = immediate(
-                    proxy, gw.token, clients, args.seconds, args.warmup
+                    proxy, gw.token, clients, args.seconds, args.warmup, prefix + TOOL
                 )
             used = {k: v - gw0.get(k, 0.0) for k, v in gw.cpu_seconds().items()}
             used |= {"clients": through_cpu, "upstream": upstream.cpu_seconds() - up0}
@@ -279,7 +280,7 @@ def main() -> None:
                 f"calls/s {rate / direct_rate:.2f} × direct"
             )
         if args.gated:
-            asyncio.run(gated(gw, proxy, args.gated))
+            asyncio.run(gated(gw, proxy, args.gated, prefix + "delete_file"))
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
