@@ -130,6 +130,17 @@ def person(user: Any, **extra: Any) -> dict[str, Any]:
     return found | {k: v for k, v in extra.items() if v is not None}
 
 
+def decider_of(token: str | None) -> dict[str, Any]:
+    """The decider a suspension's own receipt names, read without checking its signature: for
+    the pages, which show the row's receipt (`verify` is what proves one); {} without one."""
+    try:
+        claims = json.loads(_unb64(token.split(".")[1])) if token else {}
+    except (ValueError, IndexError):
+        return {}
+    decider = claims.get("decider") if isinstance(claims, dict) else None
+    return decider if isinstance(decider, dict) else {}
+
+
 def verify(token: str, jwks: dict[str, Any]) -> dict[str, Any]:
     """The claims of `token` when its signature holds under a key of `jwks` (the JSON of
     /.well-known/jwks.json); else ReceiptInvalid."""

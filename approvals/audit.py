@@ -16,9 +16,10 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from agents import chain
+from agents import chain, receipts
 from agents.models import Event, Suspension
 from approvals import excerpt
+from approvals.cards import signed_with
 from approvals.forms import AuditFilterForm
 from approvals.templatetags.durations import duration
 
@@ -162,7 +163,7 @@ def _step(e: Event) -> dict[str, Any]:
     }
     detail = ""
     if e.type == Event.Type.SUSPENSION_DECIDED:
-        detail = p.get("status", "")
+        detail = p.get("status", "") + signed_with(p.get("passkey"))
         if p.get("status") == "responded":
             detail = f"responded instead of deciding: {p.get('response', '')}"
         elif p.get("response") is not None:
@@ -172,7 +173,10 @@ def _step(e: Event) -> dict[str, Any]:
         if p.get("modifiedArgs") is not None:
             detail = f"{detail} (arguments edited)"
     elif e.type == Event.Type.SUSPENSION_VOTED:
-        detail = f"approved ({p.get('approvals')} of {p.get('required')} approvals)"
+        detail = (
+            f"approved{signed_with(p.get('passkey'))} "
+            f"({p.get('approvals')} of {p.get('required')} approvals)"
+        )
         if p.get("edited_args") is not None:
             detail = f"{detail} (arguments edited)"
     elif e.type == Event.Type.SUSPENSION_IGNORED:
@@ -232,6 +236,7 @@ def audit_page(request: HttpRequest) -> HttpResponse:
         {
             "s": s,
             "decider": decider(s),
+            "signed_with": signed_with(receipts.decider_of(s.receipt).get("passkey")),
             "timeline": steps.get(s.pk, []),
             "diff": arg_diff(s.tool_input, s.modified_args),
             "arguments": excerpt.cut(

@@ -6,7 +6,8 @@ from typing import Any
 
 from django.conf import settings
 
-from agents import grants, policy, versions
+from access import passkeys
+from agents import grants, policy, receipts, versions
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from approvals import excerpt
@@ -16,6 +17,15 @@ from approvals.templatetags.visible import CONTROL
 def pretty(value: Any) -> str:
     """Arguments as a reviewer reads them; the template escapes the text (invariant 6)."""
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def signed_with(proof: Any) -> str:
+    """The words " with the passkey 'Laptop'" when a `step_up` approval or vote carried the proof
+    {"credential", "name"} (its event's and its receipt's `passkey`), else "". The name is
+    the reviewer's own text: bounded as registering bounds it, escaped and its controls marked
+    by the template."""
+    name = proof.get("name") if isinstance(proof, dict) else None
+    return f" with the passkey '{name[: passkeys.MAX_NAME_CHARS]}'" if isinstance(name, str) else ""
 
 
 def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
@@ -40,6 +50,8 @@ def card(s: Suspension, viewer: policy.Viewer) -> dict[str, Any]:
         "version": version,
         "you": policy.viewer_payload(s, viewer),
         "grant_form": grant_form(s, viewer),
+        # " with the passkey '…'" of a step_up approval, as its signed receipt names it.
+        "signed_with": signed_with(receipts.decider_of(s.receipt).get("passkey")),
     }
 
 

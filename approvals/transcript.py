@@ -4,7 +4,7 @@ from typing import Any
 
 from agents.models import Event, StackFrame, Thread
 from approvals import excerpt
-from approvals.cards import pretty
+from approvals.cards import pretty, signed_with
 
 
 def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str, str]:
@@ -63,7 +63,7 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         elif p.get("response") is not None:
             text = f"answered: {p['response']}"
         else:
-            text = f"{p.get('status', '')} {p.get('tool', '')}"
+            text = f"{p.get('status', '')} {p.get('tool', '')}{signed_with(p.get('passkey'))}"
             if p.get("reason"):
                 text += f": {p['reason']}"
         edited = p.get("modifiedArgs")
@@ -154,8 +154,8 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         return {
             "tone": "decision",
             "who": actor or p.get("by") or "",
-            "text": f"approved {p.get('tool', '')} ({p.get('approvals')} of {p.get('required')} "
-            "approvals)",
+            "text": f"approved {p.get('tool', '')}{signed_with(p.get('passkey'))} "
+            f"({p.get('approvals')} of {p.get('required')} approvals)",
             "pre": pretty(p["edited_args"]) if p.get("edited_args") is not None else "",
         }
     if type in (Event.Type.GRANT_CREATED, Event.Type.GRANT_USED):

@@ -99,6 +99,7 @@ def diff_rows(c: dict[str, Any]) -> list[dict[str, Any]]:
 @register.filter
 def outcome(c: dict[str, Any]) -> str:
     """What happened to a card's request, in a line: "approved by alice (arguments edited)",
+    "approved by alice with the passkey 'Laptop'",
     "timed out: rejected automatically at the deadline"; a dismissed one, by whom."""
     if not c:
         return ""
@@ -112,7 +113,7 @@ def outcome(c: dict[str, Any]) -> str:
     status = str(d.get("status") or "")
     text = "answered instead of deciding" if status == "responded" else status.replace("_", " ")
     if d.get("decided_by"):
-        text += f" by {d['decided_by']}"
+        text += f" by {d['decided_by']}{c.get('signed_with') or ''}"
     if d.get("response") not in (None, ""):
         text += f": {d['response']}"
     elif d.get("reason"):

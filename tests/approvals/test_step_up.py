@@ -182,6 +182,28 @@ class StepUpTestCase:
         row = Passkey.objects.get(credential_id=self.key.id)
         assert row.sign_count == 1 and row.last_used_at is not None
 
+    def test_the_thread_and_audit_pages_say_which_passkey_signed_it(self) -> None:
+        # A second passkey whose name (the reviewer's own text) holds markup and an override.
+        work = device()
+        assert self.alice.register(work, "Work <b>key</b>\u202e").status_code == 201
+        r = self.alice.approve(self.s, work.get(self.alice.options(self.s).json()))
+        assert r.status_code == 202, r.content
+        named = 'with the passkey &#x27;Work &lt;b&gt;key&lt;/b&gt;<span class="ctl">[U+202E]'
+        thread = self.alice.client.get(f"/threads/{self.s.thread_id}/").content.decode()
+        # The card's outcome line, and the transcript's line of the decision.
+        assert f"approved by alice {named}" in thread
+        assert f"approved transfer_funds {named}" in thread
+        card = self.alice.client.get(f"/fragments/suspensions/{self.s.pk}/card")
+        assert f"approved by alice {named}" in card.content.decode()
+        staff = Client()
+        staff.force_login(self.users["admin"])
+        audit = staff.get("/audit/").content.decode()
+        # The row's decider, and the timeline's Decided step.
+        assert f'<span class="reviewer">alice</span><span class="signed-with"> {named}' in audit
+        assert f"approved {named}" in audit
+        for html in (thread, audit):
+            assert "<b>key</b>" not in html and "\u202e" not in html
+
     def test_an_edit_is_approved_with_the_passkey_too(self) -> None:
         edited = {**state.TRANSFER, "amount": 150}
         answer = self.key.get(self.alice.options(self.s).json())
