@@ -180,6 +180,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "approvals.limits.limits",
                 "slack_approvals.views.navigation",
+                "gateway.context.project",
             ],
         },
     },

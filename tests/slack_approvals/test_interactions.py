@@ -239,6 +239,35 @@ class InteractionTestCase:
         }
         return signed_post(payload)
 
+    @pytest.mark.parametrize(
+        "shape", ["a view without a type", "a view that is text", "a list", "text", "actions"]
+    )
+    def test_a_signed_payload_of_the_wrong_shape_answers_400_and_decides_nothing(
+        self, shape: str
+    ) -> None:
+        """Signed, but not shaped as Slack's: Reject…'s submission whose view has no `type`
+        (Bolt read it unchecked and answered 500), parts that are not objects."""
+        s = raise_request()
+        view = {"callback_id": "reject", "private_metadata": str(s.pk), "id": "V1"}
+        submission = {
+            "type": "view_submission",
+            "user": {"id": "U0ALICE"},
+            "trigger_id": f"submit-{time.monotonic_ns()}",
+            "view": {**view, "state": {"values": {}}},
+        }
+        payload: Any = {
+            "a view without a type": submission,
+            "a view that is text": {**submission, "view": "reject"},
+            "a list": [submission],
+            "text": "view_submission",
+            "actions": {"type": "block_actions", "user": {"id": "U0ALICE"}, "actions": "approve"},
+        }[shape]
+        answer = signed_post(payload)
+        assert answer.status_code == 400
+        s.refresh_from_db()
+        assert s.status == "pending" and self.decided(s) == []
+        assert self.slack.calls == []
+
     def test_a_reject_with_a_reason_from_the_modal(self) -> None:
         self.load(
             agent_file().replace(
