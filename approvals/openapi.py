@@ -50,6 +50,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
 from access.auth import api
+from infra.version import version
 
 View = TypeVar("View", bound=Callable[..., Any])
 
@@ -305,7 +306,7 @@ def build() -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "Approval gateway API",
-            "version": "1",
+            "version": version(),
             "description": (
                 "Agents run inside the gateway; a sensitive tool call suspends the run until a "
                 "reviewer decides. Every endpoint needs a caller: a browser session (with the "

@@ -2,7 +2,7 @@
 the broker, the channel layer (when there is one), the sweeper (it ran within
 SWEEP_STALE_SECONDS) and the receipts' signing key (it opens with this machine's SECRET_KEY:
 a machine given another secret key could decide nothing, as every decision signs a receipt).
-503 naming what is down; also who holds the beat lease.
+503 naming what is down; also who holds the beat lease, and the gateway's version.
 
 `/healthz` (approvals.views.health) stays the cheap liveness probe, touching nothing: a load
 balancer takes a web process out on /readyz, a supervisor restarts one on /healthz."""
@@ -18,6 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from agents import receipt_keys
 from gateway.celery import app
 from infra import beat_lease, last_runs
+from infra.version import version
 
 TIMEOUT = 2.0
 
@@ -85,5 +86,5 @@ def ready(request: HttpRequest) -> JsonResponse:
         holder = beat_lease.holder()
     except redis.RedisError:
         holder = None
-    body = {"ok": not down, "down": down, "beat_lease_holder": holder}
+    body = {"ok": not down, "down": down, "beat_lease_holder": holder, "version": version()}
     return JsonResponse(body, status=503 if down else 200)
