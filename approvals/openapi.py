@@ -88,6 +88,34 @@ class Error(Answer):
     fields: dict[str, str] | None = None
 
 
+# The document's description: what the API is for, before the operations.
+DESCRIPTION = """\
+The approval gateway puts a person between an AI agent and its sensitive tool calls (delete,
+pay, send, publish). This API is how agents and reviewers' tools reach it:
+
+- **Raise a request.** An agent that runs elsewhere asks before it acts: `POST /api/requests`
+  with the tool and its arguments (or a question), an idempotency key and its run's id.
+  Agents that run inside the gateway are started with `POST /api/threads`; each blocking tool
+  call they make becomes a request by itself, and the run waits, saved, until it is decided.
+- **Wait for the decision.** `GET /api/requests/{request_id}?wait=N` answers as soon as the
+  request is decided (a long poll, up to 60 s at a time); `GET /api/threads/{thread_id}`
+  says where a run stands. Events also come over the `/ws/events/` socket and by webhook.
+- **Decide.** Whoever the agent's policy lets (groups, four eyes, quorum, rules on the
+  arguments) approves, approves edited arguments, rejects with a reason, answers, or
+  dismisses: `POST /api/threads/{thread_id}/suspensions/{suspension_id}/resume` for one
+  request, `POST /api/decisions` for many. A request nobody decides is decided by its
+  deadline.
+- **Receipts and the trail.** Every decision carries a signed receipt (a compact JWS,
+  EdDSA) over the request, the arguments approved, the outcome and who decided; anyone can
+  check it with the public keys at `/.well-known/jwks.json`. `GET /api/events` lists the
+  events of the hash-chained audit trail.
+
+Every endpoint needs a caller: `Authorization: Bearer <token>` from
+`manage.py create_api_token` (its scopes: `runs`, `read`, `decide`, `admin`), or a browser
+session (with the `X-CSRFToken` header on changes). Errors are JSON:
+`{"error": code, "detail": text, "fields": {...}}`. Answers may gain fields: ignore the ones
+you do not know."""
+
 # What each error status means when an operation does not say more.
 ERRORS = {
     400: "The request is not valid: `fields` names each bad field.",
@@ -307,13 +335,7 @@ def build() -> dict[str, Any]:
         "info": {
             "title": "Approval gateway API",
             "version": version(),
-            "description": (
-                "Agents run inside the gateway; a sensitive tool call suspends the run until a "
-                "reviewer decides. Every endpoint needs a caller: a browser session (with the "
-                "X-CSRFToken header on changes) or `Authorization: Bearer <token>` from "
-                "`manage.py create_api_token`. Errors are JSON: "
-                '`{"error": code, "detail": text, "fields": {...}}`.'
-            ),
+            "description": DESCRIPTION,
         },
         "security": [{"bearer": []}, {"session": []}],
         "tags": [{"name": name, "description": text} for name, text in TAGS.items()],

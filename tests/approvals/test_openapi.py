@@ -96,6 +96,21 @@ def test_the_document_needs_a_caller(api: Any, client: Any) -> None:
     assert r.status_code == 302 and r["Location"].startswith("/login/?next=/api/docs")
 
 
+def test_a_token_reads_the_document_and_the_page_wants_a_session(api: Any) -> None:
+    """docs/api.md: the JSON takes a token; the page is a browser's, and sends a token's
+    caller to the login page."""
+    reviewer = api("reviewer")
+    assert reviewer.get("/api/openapi.json").status_code == 200
+    r = reviewer.get("/api/docs")
+    assert r.status_code == 302 and r["Location"].startswith("/login/?next=/api/docs")
+
+
+def test_the_description_says_what_the_api_is_for(document: dict[str, Any]) -> None:
+    description = document["info"]["description"]
+    for part in ("POST /api/requests", "?wait=", "/resume", "receipt", "jwks.json"):
+        assert part in description, part
+
+
 def test_the_docs_page_loads_the_vendored_viewer(client: Any, users: dict[str, Any]) -> None:
     client.force_login(users["reviewer"])
     r = client.get("/api/docs")
