@@ -2,7 +2,7 @@
 the one active gateway user whose email matches the Slack account's confirmed email exactly
 (then linked for good). Making and removing a link is audited here (SLACK_LINKED,
 SLACK_UNLINKED), whichever way it came: the Connect step (slack_approvals.connect), the
-reviewer's own page, or an email."""
+reviewer's own page, an email, or an admin (slack_approvals.admin)."""
 
 import logging
 from typing import Any
@@ -58,24 +58,27 @@ def _link_by_email(slack_user_id: str) -> Any:
     return matches[0]
 
 
-def link(user: Any, slack_user_id: str, via: str) -> SlackLink:
-    """Link `user` to the Slack account, with its audit event, in one transaction; raises
-    IntegrityError when either is linked already (SlackLink's unique columns say so)."""
+def link(user: Any, slack_user_id: str, via: str, actor: Any = None) -> SlackLink:
+    """Link `user` to the Slack account, with its audit event (by `actor`, else the user), in
+    one transaction; raises IntegrityError when either is linked already (SlackLink's unique
+    columns say so)."""
     with transaction.atomic():
         made = SlackLink.objects.create(user=user, slack_user_id=slack_user_id)
-        events.record(Notice.LINKED, actor=user, payload=_audit(user, slack_user_id, via))
+        payload = _audit(user, slack_user_id, via)
+        events.record(Notice.LINKED, actor=actor or user, payload=payload)
     return made
 
 
-def unlink(user: Any, via: str) -> bool:
-    """Remove `user`'s link, with its audit event; False when there was none."""
+def unlink(user: Any, via: str, actor: Any = None) -> bool:
+    """Remove `user`'s link, with its audit event (by `actor`, else the user); False when
+    there was none."""
     with transaction.atomic():
         found = SlackLink.objects.select_for_update().filter(user=user).first()
         if found is None:
             return False
         found.delete()
         payload = _audit(user, found.slack_user_id, via)
-        events.record(Notice.UNLINKED, actor=user, payload=payload)
+        events.record(Notice.UNLINKED, actor=actor or user, payload=payload)
     return True
 
 
