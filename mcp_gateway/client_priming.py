@@ -1,6 +1,7 @@
 """The one use of the `mcp` SDK's private names (the house rule: such a speed-up lives in one
-small module, behind a domain-named function, with a tripwire test:
-tests/mcp_gateway/test_client_priming.py).
+small module, behind a domain-named function, with a tripwire in tests/test_tripwires.py and a
+row in ARCHITECTURE.md's table; the behaviour it buys is tested in
+tests/mcp_gateway/test_sessions.py, PrimingTestCase).
 
 The SDK's client checks a tool's result against the tool's output schema, and lists the
 upstream's tools first when its session has not listed them. A client made for one call has

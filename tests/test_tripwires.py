@@ -3,7 +3,8 @@ shape it relies on. One test per reach of ARCHITECTURE.md's table ("Reaches into
 private names"); the libraries are pinned to a minor version in pyproject.toml, and an
 upgrade that moves a name fails here, naming the module to adapt, rather than in production.
 The behaviour each reach buys is tested beside its module (tests/test_compiled.py,
-test_broker.py, test_pubsub.py, test_dbpool.py, test_asgi.py, test_aio.py).
+test_broker.py, test_pubsub.py, test_dbpool.py, test_asgi.py, test_aio.py,
+tests/mcp_gateway/test_sessions.py).
 """
 
 import ast
@@ -292,6 +293,43 @@ def test_psycopg_pool_backoff_is_a_class_attribute() -> None:
     first = attempt.delay
     attempt.update_delay(0)
     assert attempt.delay == pytest.approx(first * base.AttemptWithBackoff.DELAY_BACKOFF), why
+
+
+# mcp ---------------------------------------------------------------------------------------
+
+
+def test_mcp_client_session_takes_a_listing_it_did_not_fetch() -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.client.session import ClientSession
+
+    from mcp_gateway import client_priming
+
+    why = moved("mcp", "ClientSession._absorb_tool_listing", "mcp_gateway.client_priming")
+    absorb = inspect.signature(ClientSession._absorb_tool_listing).parameters
+    assert list(absorb) == ["self", "result", "complete"], why
+    assert absorb["complete"].kind is inspect.Parameter.KEYWORD_ONLY, why
+    to_server, from_client = anyio.create_memory_object_stream[Any](1)
+    session = ClientSession(from_client, to_server)
+
+    async def listing(**_: Any) -> Any:
+        raise AssertionError(why)  # the session asked the upstream for what it was handed
+
+    session.list_tools = listing  # type: ignore[method-assign]
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    client_priming.know_tools(
+        session, [types.Tool(name="count", input_schema={"type": "object"}, output_schema=schema)]
+    )
+
+    async def check() -> None:
+        # The result is checked against the handed schema, with no tools/list of its own.
+        good = types.CallToolResult(content=[], structured_content={"n": 1})
+        await session.validate_tool_result("count", good)
+        bad = types.CallToolResult(content=[], structured_content={"n": "one"})
+        with pytest.raises(RuntimeError):
+            await session.validate_tool_result("count", bad)
+
+    anyio.run(check)
 
 
 # The list itself -----------------------------------------------------------------------------

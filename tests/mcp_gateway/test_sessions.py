@@ -1,6 +1,7 @@
 """Upstream sessions kept open between calls (mcp_gateway.sessions), against the real upstream
 MCP server: what goes over the wire, whose question is whose, and an upstream that restarts.
-And the tripwire of mcp_gateway.client_priming, the one use of the SDK's private names."""
+And what mcp_gateway.client_priming buys, the one use of the SDK's private names (its tripwire
+is in tests/test_tripwires.py)."""
 
 import asyncio
 import json
@@ -164,9 +165,9 @@ class RestartTestCase:
 
 
 class PrimingTestCase:
-    """Tripwire: the SDK still takes a listing handed to its session, and then checks a
-    result with no tools/list of its own. If an SDK upgrade breaks this, the relayed calls
-    are right but slower; this test says where."""
+    """The SDK takes a listing handed to its session, and then checks a result with no
+    tools/list of its own, against the real upstream. If an SDK upgrade breaks this, the
+    relayed calls are right but slower; this test says where."""
 
     @pytest.mark.parametrize("primed", [True, False])
     def test_a_primed_session_checks_the_result_without_listing(
