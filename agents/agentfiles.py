@@ -1,4 +1,4 @@
-"""Agent files: the YAML format of design.md, checked before anything is saved.
+"""Agent files: the YAML format (docs/agent-files.md), checked before anything is saved.
 
 Sub-agents: `sub_agents` lists the agents this one may hand the conversation to; each must be
 defined in the same batch of files or already stored. The tools that go with them are not
@@ -72,7 +72,11 @@ FIELDS = {
     # (AGENT_KEYS, heard through `sections_loaded`).
     "slack",
 }
-
+# The keys of one turn of a scripted agent's `script` (agents.runtime.llm.ScriptedProvider).
+SCRIPT_TURN = ("text", "tool_calls", "error", "if_error")
+# FIELDS, SCRIPT_TURN, the policy's keys (agents.rules), the tool overrides' (agents.runtime.
+# tools.OVERRIDES) and the sections and fields other apps own are what docs/agent-files.md
+# lists: tests/test_docs_reference.py fails when one is missing there.
 
 # sections: [(path, {section: value})]; agents: [(path, agent name, {key: value})]
 sections_loaded = Signal()
@@ -151,8 +155,7 @@ def parse(
         if model == SCRIPTED and not script:
             raise AgentFileError(f"{where}: a scripted agent needs a 'script'")
         for n, turn in enumerate(script, 1):
-            keys = {"text", "tool_calls", "error", "if_error"}
-            if not isinstance(turn, dict) or not set(turn) <= keys:
+            if not isinstance(turn, dict) or not set(turn) <= set(SCRIPT_TURN):
                 raise AgentFileError(
                     f"{where}: script turn {n} may have only text, tool_calls, error and if_error"
                 )
@@ -295,9 +298,11 @@ def check_policy_groups(specs: list[dict[str, Any]], sources: dict[str, str]) ->
 
 def load(
     paths: list[Path], tools: ToolRegistry | None = None
-) -> list[tuple[AgentDefinition, bool]]:
-    """Create or update agents by name from the files; all or nothing. The sections other
-    apps own go to their receivers of `sections_loaded`, in the same transaction."""
+) -> list[tuple[AgentDefinition, str | None]]:
+    """Create or update agents by name from the files; all or nothing. Each agent comes with
+    what its load did: "created", "updated" (a new version), or None (the definition is the
+    one kept already). The sections other apps own go to their receivers of
+    `sections_loaded`, in the same transaction."""
     specs = []
     sources = {}
     sections: list[tuple[str, dict[str, Any]]] = []
@@ -318,11 +323,15 @@ def load(
             AgentDefinition.objects.update_or_create(name=spec["name"], defaults=spec)
             for spec in specs
         ]
-        # A changed definition is kept as a new version, never overwritten (agents.versions).
-        for agent, _ in loaded:
-            versions.record(agent)
+        # A changed definition is kept as a new version, never overwritten (agents.versions);
+        # no new version, nothing changed.
+        kept = [(agent, created, versions.record(agent)) for agent, created in loaded]
+        done = [
+            (agent, "created" if created else "updated" if version else None)
+            for agent, created, version in kept
+        ]
         sections_loaded.send(sender=AgentDefinition, sections=sections, agents=owned)
-        return loaded
+        return done
 
 
 def check_sub_agents(specs: list[dict[str, Any]]) -> None:

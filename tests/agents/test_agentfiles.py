@@ -97,6 +97,14 @@ class LoadTestCase:
         assert ops.system_prompt == "You are very careful."
         assert ops.max_iterations == 10  # a field left out of the file goes back to its default
 
+    def test_loading_the_same_file_again_says_nothing(self, tmp_path: Path) -> None:
+        path = write(tmp_path, OPS + agent("greeter"))
+        load(path)
+
+        assert load(path) == ""
+        path.write_text(OPS.replace("You are careful.", "You are very careful.") + agent("greeter"))
+        assert load(path) == "updated agent ops\n"  # greeter is the same: not named
+
     def test_several_files_load_together(self, tmp_path: Path) -> None:
         one = write(tmp_path, OPS, "one.yaml")
         two = write(tmp_path, "agents:\n" + agent("greeter") + agent("helper"), "two.yaml")

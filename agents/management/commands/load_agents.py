@@ -1,4 +1,5 @@
-"""`python manage.py load_agents PATH...`: create or update agents from YAML files."""
+"""`python manage.py load_agents PATH...`: create or update agents from YAML files, and say which
+were created or changed."""
 
 from typing import Any
 
@@ -18,5 +19,7 @@ class Command(BaseCommand):
             loaded = load(options["paths"])
         except (AgentFileError, OSError) as e:
             raise CommandError(str(e)) from e
-        for agent, created in loaded:
-            self.stdout.write(f"{'created' if created else 'updated'} agent {agent.name}")
+        # Only what changed: loading the same files again says nothing.
+        for agent, change in loaded:
+            if change:
+                self.stdout.write(f"{change} agent {agent.name}")
