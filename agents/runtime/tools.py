@@ -23,6 +23,22 @@ ON_TIMEOUT = ("reject", "approve")
 # A tool's stake (Tool.risk), lowest first.
 RISKS = ("low", "normal", "high")
 CONFIRMATION = "confirmation"
+# What an agent file's tool_overrides may set of one tool (docs/agent-files.md lists them;
+# tests/test_docs_reference.py keeps the page complete).
+OVERRIDES = frozenset(
+    {
+        "execution_mode",
+        "timeout",
+        "on_timeout",
+        "description",
+        "reminders",
+        "escalate_to",
+        "escalate_at",
+        "summary",
+        "reject_reasons",
+        "risk",
+    }
+)
 INPUT = "input"
 
 
@@ -40,7 +56,7 @@ class ToolTimeLimit(ToolError):
         )
 
 
-class ChildActivated(BaseException):  # the seed's name for the signal
+class ChildActivated(BaseException):
     """Raised by a tool that pushes a child frame.
 
     A BaseException so that it passes through the generic `except Exception` of tool
@@ -151,21 +167,9 @@ class Tool:
         return build_ladder(self.reminders, self.escalate_to, self.escalate_at)
 
     def with_overrides(self, overrides: dict[str, Any]) -> "Tool":
-        allowed = {
-            "execution_mode",
-            "timeout",
-            "on_timeout",
-            "description",
-            "reminders",
-            "escalate_to",
-            "escalate_at",
-            "summary",
-            "reject_reasons",
-            "risk",
-        }
         if not isinstance(overrides, dict):
             raise ValueError(f"{self.name}: overrides must be a mapping, like {{timeout: 120}}")
-        unknown = set(overrides) - allowed
+        unknown = set(overrides) - OVERRIDES
         if unknown:
             raise ValueError(f"{self.name}: unknown override(s) {sorted(unknown)}")
         if not overrides:
