@@ -23,11 +23,12 @@ DECIDE = "agents.decide_suspension"  # decisions, and answers to ask_user questi
 class Denied(Exception):
     """The caller may not do this: HTTP 401 (no valid credentials) or 403 (no permission)."""
 
-    def __init__(self, status: int, message: str, scope: str = "") -> None:
+    def __init__(self, status: int, message: str, scope: str = "", rule: str = "") -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.scope = scope  # the token scope the call needs, when that is what it lacks
+        self.rule = rule  # the policy's rule that refuses a decision (agents.policy.Refused)
 
 
 def require(user: Any, perm: str, what: str) -> None:

@@ -104,6 +104,9 @@ def error_body(request_id: RequestId, error: Exception, version: str) -> dict[st
             message = error.message
             # The token scope the call needs, when that is what it lacks (access.scopes).
             metadata = {"scope": error.scope} if error.scope else {}
+            if error.rule:
+                # The policy's rule that refused a decision (four_eyes, groups, ...).
+                metadata["rule"] = error.rule
         data: Any = [
             {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": DOMAIN, "metadata": metadata}
         ]

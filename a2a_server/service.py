@@ -2,18 +2,18 @@
 CancelTask, on the gateway's own rows.
 
 Blocking code (the ORM): a2a_server.handler calls it from worker threads. Every change goes
-through the engine's actions (agents.starting, agents.replies, agents.decisions) with the
+through the engine's actions (agents.starting, agents.replies, agents.door) with the
 checks and limits of the REST API (approvals.api): a run is
 started as POST /api/threads starts one, a reply goes to an agent that waits for input as
 POST /api/threads/{id}/messages sends it, a decision is checked by
-approvals.api.decisions.parse_decision and answered like resumeExecution (the same decision
-again is fine; a different one learns the recorded outcome), and a cancel is
-POST /api/threads/{id}/cancel.
+approvals.api.decisions.parse_decision, taken by the one door for decisions (agents.door.take,
+a grant with it) and answered like resumeExecution (the same decision again is fine; a
+different one learns the recorded outcome), and a cancel is POST /api/threads/{id}/cancel.
 """
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from a2a.types import (
     ContentTypeNotSupportedError,
@@ -45,13 +45,10 @@ from a2a_server.access import (
 from a2a_server.reads import pending, snapshot
 from access import admission, ratelimits
 from access.models import Scope
-from agents import cancelling, policy, replies, starting, versions
-from agents.decisions import decide, ignore, same_decision
+from agents import cancelling, door, replies, starting
 from agents.models import AgentDefinition, Suspension, Thread
 from approvals.api.decisions import parse_decision
 from approvals.http import BadRequest, parse_uuid, text_too_long
-
-S = Suspension.Status
 
 
 @dataclass
@@ -168,7 +165,7 @@ def _continue(user: Any, thread: Thread, msg: Message, parts: Parts) -> None:
             )
         # Before the check that the task goes on: as over REST, repeating the recorded
         # decision is fine even once the task has ended, and a different one learns it.
-        _decide(user, thread, decisions)
+        _decisions(user, thread, decisions)
         return
     if thread.finished:
         name = TaskState.Name(mapping.ENDED[thread.status])
@@ -183,7 +180,7 @@ def _continue(user: Any, thread: Thread, msg: Message, parts: Parts) -> None:
             raise ContentTypeNotSupportedError(
                 f"{s.tool_name} takes its answer as text: send a text part."
             )
-        _decide(user, thread, [(0, {"suspension": str(s.pk), "response": parts.text()})])
+        _decisions(user, thread, [(0, {"suspension": str(s.pk), "response": parts.text()})])
         return
     if pending(thread).exists():
         raise UnsupportedOperationError(
@@ -233,19 +230,22 @@ def _question(msg: Message, questions: list[Suspension]) -> Suspension:
     return questions[0]
 
 
-def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None:
-    """Decisions, as resumeExecution takes them (approvals.api.decisions.resume): each is
-    checked by parse_decision before any is taken; a repeat of the recorded decision is fine,
-    a different one is refused with the recorded outcome."""
+def _decisions(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None:
+    """Decisions, as resumeExecution takes them: each is checked as its body is
+    (approvals.api.decisions.parse_decision) and screened by the door (agents.door.refusal:
+    the version binding, the policy, a grant's bar) before any is taken; then each is taken by
+    the door (agents.door.take), with its grant if it carries one (the caller may decide, with
+    the decide scope: what POST .../resume asks of a grant). A repeat of the recorded decision
+    is fine; a different one is refused with the recorded outcome."""
     require(user, DECIDE, "decide suspensions")
     require_scope(user, Scope.DECIDE, "decide suspensions")
     ratelimits.hit(ratelimits.DECISIONS, user)
-    checked: list[tuple[Suspension, dict[str, Any]]] = []
+    checked: list[tuple[Suspension, door.Decision]] = []
     for i, d in decisions:
         where = f"message.parts[{i}].data.decision"
         if not isinstance(d, dict):
             raise invalid(
-                "A decision is an object: suspension, approved, reason, modifiedArgs "
+                "A decision is an object: suspension, approved, reason, modifiedArgs, grant "
                 "(or suspension and response, to answer; or suspension and ignore: true).",
                 where,
             )
@@ -266,51 +266,38 @@ def _decide(user: Any, thread: Thread, decisions: list[tuple[int, Any]]) -> None
                     ]
                 },
             ) from e
-        if s.pending:
-            try:
-                versions.check(s, decision)
-            except versions.Unbound as e:
-                raise UnsupportedOperationError(
-                    e.detail, data={"suspension": str(s.pk), "error": e.code}
-                ) from e
-        if s.pending:
-            # Every decision of the message is checked against its policy before any is taken
-            # (agents.decisions.decide checks again under the locks).
-            try:
-                policy.check(s, user, decision, thread.created_by_id)
-            except policy.Refused as e:
-                raise Denied(403, e.detail) from e
+        refused = door.refusal(s, user, decision)
+        if refused is not None:
+            raise _said(refused)
         checked.append((s, decision))
     for s, decision in checked:
-        if not s.pending:
-            if same_decision(s, decision):
-                continue
-            raise conflict(s)
-        try:
-            if decision.get("ignore"):
-                # Dismissed without deciding (agents.decisions.ignore): the task still waits.
-                done = ignore(s, user)
-                if not done.suspension.pending:
-                    raise conflict(done.suspension)
-                continue
-            decided = decide(s, user, decision)
-        except policy.Refused as e:
-            raise Denied(403, e.detail) from e
-        if not decided.created and not same_decision(decided.suspension, decision):
-            raise conflict(decided.suspension)
+        outcome = door.take(s, user, decision)
+        if not isinstance(outcome, door.Decided | door.Voted | door.Repeat):
+            # An ignore leaves the task waiting; a vote too, until the quorum's last one.
+            raise _said(outcome)
 
 
-def conflict(s: Suspension) -> UnsupportedOperationError:
+def _said(outcome: door.Conflict | door.Refused | door.Unbound) -> Exception:
+    """A decision the door did not take, in A2A's words: refused by the policy, HTTP 403
+    PERMISSION_DENIED with the rule in its metadata; a decision on another view, or after
+    another one, -32004 with what to know in `data`."""
+    match outcome:
+        case door.Refused(rule=rule, detail=detail):
+            return Denied(403, detail, rule=rule)
+        case door.Unbound(suspension=s, code=code, detail=detail):
+            return UnsupportedOperationError(detail, data={"suspension": str(s.pk), "error": code})
+        case door.Conflict():
+            return conflict(outcome)
+    assert_never(outcome)
+
+
+def conflict(late: door.Conflict) -> UnsupportedOperationError:
     """A decision that came after another: the recorded outcome, in words and as data (the
     REST API's 409)."""
-    if s.status == S.TIMED_OUT:
-        verdict = "approved" if s.approved else "rejected"
-        detail = f"The deadline passed first: it was {verdict} automatically."
-    else:
-        detail = f"{s.decided_by_name or 'someone'} already decided: {s.status}."
+    s = late.suspension
     outcome = s.outcome()
     return UnsupportedOperationError(
-        detail,
+        late.detail,
         data={
             "suspension": str(s.pk),
             "status": s.status,

@@ -170,7 +170,7 @@ def review_fragment(request: HttpRequest, suspension_id: str) -> HttpResponse:
         edited = parse_decision(s, {"approved": True, "modifiedArgs": body.get("modifiedArgs")})
     except BadRequest as e:
         return bad_request(e)
-    after = edited["modifiedArgs"]
+    after = edited.arguments
     before = policy.proposal(s)
     c = {**card(s, policy.Viewer.of(request.user)), "input": before}
     c["decision"] = {"modifiedArgs": after}

@@ -1,9 +1,10 @@
 """Approving a `step_up` request on its page: the passkey's challenge for that request, then
 the decision with the reviewer's WebAuthn assertion, verified (access.passkeys) before the
-decision is taken as resumeExecution takes it (approvals.api.decisions.decide_one, given the
-proof), so the page keeps one decision path. Only a reviewer's session reaches these views
-(Django's session and CSRF checks; a bearer token is not read here), which is why the API,
-A2A and Slack cannot approve such a request: no body of theirs carries a proof."""
+decision is taken as resumeExecution takes it (approvals.api.decisions.answer_for, which
+hands the proof to the door, agents.door.take), so the page keeps one decision path. Only a
+reviewer's session reaches these views (Django's session and CSRF checks; a bearer token is
+not read here), which is why the API, A2A and Slack cannot approve such a request: no body
+of theirs carries a proof."""
 
 from collections.abc import Callable
 from functools import wraps
@@ -13,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from access import passkeys, ratelimits
 from agents.policy import DECIDE_PERMISSION
-from approvals.api.decisions import decide_one
+from approvals.api.decisions import answer_for
 from approvals.api.suspensions import suspension_or_none
 from approvals.http import BadRequest, bad_request, json_body, not_found, parse_uuid
 from infra.answers import error
@@ -82,4 +83,4 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         used = passkeys.verify_assertion(request.user, request.session, _subject(s.pk), assertion)
     except passkeys.Refused as e:
         return error(403, "passkey_refused", e.detail)
-    return decide_one(s, request.user, decision, step_up=passkeys.proof(used)).response()
+    return answer_for(s, request.user, decision, proof=passkeys.proof(used)).response()

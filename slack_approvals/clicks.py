@@ -1,15 +1,16 @@
-"""What a click or a modal's submission does: decide as the REST API decides, open a modal,
-or tell the clicker why nothing changed. Called by the Bolt listeners (slack_approvals.bolt_app)
-with the request's Web API client.
+"""What a click or a modal's submission does: decide through the door, open a modal, or tell
+the clicker why nothing changed. Called by the Bolt listeners (slack_approvals.bolt_app) with
+the request's Web API client.
 
-A click acts as the gateway user linked to the Slack user (slack_approvals.links), through the
-REST API's own path to a decision (approvals.api.decisions.decide_one: the body's checks, the
-version binding, and agents.decisions.decide with its policy, locks and events), so a Slack
-click is decided exactly as resumeExecution decides it. An unlinked clicker, one without the
-permission to decide, or one the policy refuses changes nothing and is told why in an
-ephemeral message only they see, in the words the API and the pages use. A click Slack sends
-again (X-Slack-Retry-Num) is recognised by its trigger id, recorded in the decision's
-transaction (SlackClick), and never decides twice.
+A click acts as the gateway user linked to the Slack user (slack_approvals.links): its
+decision is checked as a resumeExecution body is (approvals.api.decisions.parse_decision) and
+taken by the one door for decisions (agents.door.take: the version binding, the policy, the
+locks, the events), so a Slack click is decided exactly as resumeExecution decides it; the
+outcome is told in Slack's words, not read from the API's status codes. An unlinked clicker,
+one without the permission to decide, or one the policy refuses changes nothing and is told
+why in an ephemeral message only they see, in the words the API and the pages use. A click
+Slack sends again (X-Slack-Retry-Num) is recognised by its trigger id, recorded in the
+decision's transaction (SlackClick), and never decides twice.
 """
 
 import logging
@@ -21,9 +22,11 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from access import ratelimits
+from agents import door
 from agents.models import Suspension
-from approvals.api.decisions import decide_one
+from approvals.api.decisions import parse_decision
 from approvals.api.suspensions import suspension_or_none
+from approvals.http import BadRequest
 from slack_approvals import links, message
 from slack_approvals.models import SlackClick
 
@@ -65,19 +68,34 @@ def decide(
                 SlackClick.objects.create(trigger_id=trigger)
                 # Counted as the REST API counts a decision (RATE_LIMIT_USER_DECISIONS).
                 ratelimits.hit(ratelimits.DECISIONS, user)
-                answer = decide_one(s, user, decision)
+                refusal = refused(s, user, decision)
         except IntegrityError:
             log.info("Slack: click %s was acted on already", trigger)
             return ""
         except ratelimits.Limited as e:
             refusal = e.detail  # the click is forgotten: a later one may decide
-        else:
-            if answer.status >= 300:
-                refusal = str(answer.body.get("detail") or "This changed nothing.")
     # (Every click Slack sends has a trigger id: without one a retry could not be known.)
     if refusal and payload.get("type") == "block_actions":
         tell(slack, payload, refusal)
     return refusal
+
+
+def refused(s: Suspension, user: Any, body: dict[str, Any]) -> str:
+    """Take the decision a button or a modal sent (a resumeExecution body); why nothing
+    changed, in words for the clicker ("" when it was taken, counted as a vote, or repeated)."""
+    try:
+        decision = parse_decision(s, body)
+    except BadRequest as e:
+        return e.detail
+    match door.take(s, user, decision):
+        case door.Decided() | door.Voted() | door.Repeat():
+            return ""
+        case door.Conflict(detail=detail) | door.Unbound(detail=detail):
+            return detail
+        case door.Refused(detail=detail):
+            # The policy's words, which name its rule ("... (four eyes).", "Only group ...").
+            return detail
+    return "This changed nothing."
 
 
 def open_modal(

@@ -1,17 +1,18 @@
 """Decisions (resumeExecution): check a decision's body, record it, answer with the outcome;
-one suspension a call, or up to 100 (POST /api/decisions), each decided by decide_one."""
+one suspension a call, or up to 100 (POST /api/decisions), each taken by the door
+(agents.door.take) and its outcome said in the API's words (`answer_for`)."""
 
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, assert_never
 
 from django.http import HttpRequest, JsonResponse
 
 from access import ratelimits
 from access.auth import api
 from access.models import Scope
-from agents import decisions, grants, policy, versions
+from agents import door, grants
 from agents.models import Suspension
 from agents.payloads import suspension_payload
 from agents.runtime.tools import Tool
@@ -40,31 +41,51 @@ def _tool_for(s: Suspension) -> Tool:
     )
 
 
-def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> dict[str, Any]:
-    """A resumeExecution body (approvals.api.bodies.Resume, or the body parsed by it) as
-    agents.decisions takes it, checked against the suspension: a question is answered or
-    declined, never approved, and edited arguments must fit the tool's schema as it was when
-    the call was made."""
-    decision = (data if isinstance(data, Resume) else parse(Resume, data)).decision()
-    if "response" in decision and (s.presentation or {}).get("answer") == "form":
-        _check_form_answer(s, decision["response"])
-    if "approved" not in decision:
-        return decision
-    if s.kind == Suspension.Kind.INPUT and decision["approved"]:
+def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> door.Decision:
+    """A resumeExecution body (approvals.api.bodies.Resume, or the body parsed by it) as the
+    door takes it (agents.door.Decision), checked against the suspension: a question is
+    answered or declined, never approved, and edited arguments must fit the tool's schema as
+    it was when the call was made. Raises BadRequest in the API's words."""
+    body = data if isinstance(data, Resume) else parse(Resume, data)
+    decision = _decision_of(body)
+    if decision.kind is door.Kind.RESPOND and (s.presentation or {}).get("answer") == "form":
+        _check_form_answer(s, decision.answer or "")
+    if s.kind == Suspension.Kind.INPUT and decision.kind is door.Kind.APPROVE:
         # An approval carries no answer, and the model would read an empty one.
         raise BadRequest(
             "This suspension asks a question: answer it, or decline with approved=false.",
             {"response": "Send the answer as response."},
         )
-    modified = decision["modifiedArgs"]
-    if modified is not None:
-        errors = argcheck.field_errors(_tool_for(s).input_schema, modified)
+    if decision.arguments is not None:
+        errors = argcheck.field_errors(_tool_for(s).input_schema, decision.arguments)
         if errors:
             raise BadRequest(
                 "The edited arguments do not fit the tool's input schema.",
                 {f"modifiedArgs.{k}" if k else "modifiedArgs": v for k, v in errors.items()},
             )
     return decision
+
+
+def _decision_of(body: Resume) -> door.Decision:
+    """The body's one kind of decision, with what the card showed (`seen`)."""
+    seen = door.Seen(**body.seen.model_dump(exclude_unset=True)) if body.seen else None
+    binding: dict[str, Any] = {
+        "seen": seen,
+        "confirm_version_change": bool(body.confirmVersionChange),
+    }
+    if body.ignore:
+        return door.Decision.ignore(**binding)
+    if body.response is not None:
+        return door.Decision.respond(body.response, **binding)
+    if not body.approved:
+        return door.Decision.reject(body.reason or "", **binding)
+    return door.Decision(
+        door.Kind.APPROVE,
+        reason=body.reason or "",
+        arguments=body.modifiedArgs,
+        grant=body.grant.terms() if body.grant is not None else None,
+        **binding,
+    )
 
 
 def _check_form_answer(s: Suspension, response: str) -> None:
@@ -94,18 +115,7 @@ class Answer:
 
 
 def _outcome(s: Suspension, status: int) -> Answer:
-    body = {"suspension": suspension_payload(s), "outcome": s.outcome()}
-    if status == 409:
-        body = {"error": "already_decided", "detail": _conflict_detail(s), **body}
-    return Answer(status, body)
-
-
-def _conflict_detail(s: Suspension) -> str:
-    if s.status == Suspension.Status.TIMED_OUT:
-        verdict = "approved" if s.approved else "rejected"
-        return f"The deadline passed first: it was {verdict} automatically."
-    who = s.decided_by_name or "someone"
-    return f"{who} already decided: {s.status}."
+    return Answer(status, {"suspension": suspension_payload(s), "outcome": s.outcome()})
 
 
 @operation(
@@ -129,66 +139,51 @@ def resume(request: HttpRequest, thread_id: str, suspension_id: str) -> JsonResp
         data = json_body(request)
     except BadRequest as e:
         return bad_request(e)
-    return decide_one(s, request.user, data).response()
+    return answer_for(s, request.user, data).response()
 
 
-def decide_one(
-    s: Suspension, user: Any, data: dict[str, Any] | Resume, step_up: dict[str, str] | None = None
+def answer_for(
+    s: Suspension, user: Any, data: dict[str, Any] | Resume, proof: dict[str, str] | None = None
 ) -> Answer:
-    """One decision, checked and taken as resumeExecution takes it, for `user` (the caller,
-    authorized and counted against the rate limit already): the body (parsed or not), the
-    version binding (`seen`), then agents.decisions, which checks the policy (four eyes,
-    groups, quorum votes, step-up) under its locks, in a transaction of its own. The answer
-    says what happened to it (POST /api/decisions answers it per item). `step_up` is the
-    proof of a passkey the page's view verified (approvals.stepup); no body carries one."""
+    """resumeExecution's answer for one decision, for `user` (the caller, authorized and
+    counted against the rate limit already): the body checked (parse_decision), then taken
+    by the door (agents.door.take: the version binding, a grant, the policy, the locks, the
+    events), its outcome in the API's words. POST /api/decisions answers it per item;
+    `proof` is the passkey the step-up page verified (approvals.stepup); no body carries one."""
     try:
-        if not s.pending:
-            # A repeat of the recorded decision is answered with it; anything else conflicts.
-            decision = parse_decision(s, data)
-            decision.pop("grant", None)
-            return _outcome(s, 200 if decisions.same_decision(s, decision) else 409)
         decision = parse_decision(s, data)
-        if step_up is not None:
-            decision["step_up"] = step_up
-        versions.check(s, decision)
     except BadRequest as e:
         return Answer(e.status, error_body(e.code, e.detail, e.fields))
-    except versions.Unbound as e:
-        return Answer(409, {"error": e.code, "detail": e.detail, "suspension": with_version(s)})
-    try:
-        if decision.get("ignore"):
-            return _ignored(decisions.ignore(s, user))
-        terms = decision.pop("grant", None)
-        made = None
-        if terms is not None:
-            decided, made = grants.approve_and_grant(s, user, decision, terms)
-        else:
-            decided = decisions.decide(s, user, decision)
-    except policy.Refused as e:
-        # The policy the request was made under (agents.policy): who may not decide it, why.
-        return Answer(403, error_body("forbidden_by_policy", e.detail, rule=e.rule))
-    if decided.votes is not None:
-        # A vote toward a quorum: recorded, and the request waits for more.
-        body = {"suspension": suspension_payload(decided.suspension), "outcome": None}
-        return Answer(202, {**body, "votes": decided.votes})
-    if decided.created:
-        answer = _outcome(decided.suspension, 202)
-        if made is not None:
-            answer.body["grant"] = grants.payload(made)
-        return answer
-    return _outcome(
-        decided.suspension, 200 if decisions.same_decision(decided.suspension, decision) else 409
-    )
+    return said(door.take(s, user, decision, proof=proof), decision)
 
 
-def _ignored(done: decisions.Decided) -> Answer:
-    """An ignore: 202 when this call dismissed it, 200 when it already was; 409 with the
-    outcome when it was decided first (or its deadline passed)."""
-    s = done.suspension
-    if not s.pending:
-        return _outcome(s, 409)
-    body = {"suspension": suspension_payload(s), "outcome": None}
-    return Answer(202 if done.created else 200, body)
+def said(outcome: door.Outcome, decision: door.Decision) -> Answer:
+    """An outcome in the API's words: 202 taken (or a vote), 200 a repeat, 409 a conflict or
+    a decision on another view, 403 refused by the policy (with its rule)."""
+    match outcome:
+        case door.Decided(s, made):
+            if decision.kind is door.Kind.IGNORE:
+                return Answer(202, {"suspension": suspension_payload(s), "outcome": None})
+            taken = _outcome(s, 202)
+            if made is not None:
+                taken.body["grant"] = grants.payload(made)
+            return taken
+        case door.Voted(s, votes):
+            body = {"suspension": suspension_payload(s), "outcome": None, "votes": votes}
+            return Answer(202, body)
+        case door.Repeat(s):
+            if decision.kind is door.Kind.IGNORE:
+                return Answer(200, {"suspension": suspension_payload(s), "outcome": None})
+            return _outcome(s, 200)
+        case door.Conflict(s, _, detail):
+            body = {"suspension": suspension_payload(s), "outcome": s.outcome()}
+            return Answer(409, {"error": "already_decided", "detail": detail, **body})
+        case door.Refused(_, rule, detail):
+            # The policy the request was made under (agents.policy): who may not decide it, why.
+            return Answer(403, error_body("forbidden_by_policy", detail, rule=rule))
+        case door.Unbound(s, code, detail):
+            return Answer(409, {"error": code, "detail": detail, "suspension": with_version(s)})
+    assert_never(outcome)
 
 
 @operation(
@@ -227,7 +222,7 @@ def decide_many(request: HttpRequest) -> JsonResponse:
 
 def _decide_item(user: Any, item: Decide) -> dict[str, Any]:
     """One item: counted against the rate limit as one resumeExecution call is, then decided
-    as resumeExecution decides (decide_one); its answer with its suspension's id and status."""
+    as resumeExecution decides (`answer_for`); its answer with its suspension's id and status."""
     try:
         ratelimits.hit(ratelimits.DECISIONS, user)
     except ratelimits.Limited as e:
@@ -238,7 +233,7 @@ def _decide_item(user: Any, item: Decide) -> dict[str, Any]:
             answer = Answer(404, error_body("not_found", "No such suspension."))
         else:
             try:
-                answer = decide_one(s, user, item.decision)
+                answer = answer_for(s, user, item.decision)
             except Exception:
                 # What would have been a 500 of resumeExecution: this item's, not the others'
                 # (each decision is its own transaction; those taken before stay taken).

@@ -1,6 +1,6 @@
 """POST /api/decisions: several suspensions decided in one call, each as resumeExecution
-decides one (approvals.api.decisions.decide_one), each in its own transaction, answered per
-item in the request's order."""
+decides one (approvals.api.decisions.answer_for, through agents.door.take), each in its own
+transaction, answered per item in the request's order."""
 
 import uuid
 from typing import Any
