@@ -2,7 +2,9 @@
 
 The windows and counting are the `limits` library's (FixedWindowRateLimiter). Its counters
 live in Redis when REDIS_URL is set (its RedisStorage increments and sets the expiry in one
-Lua script, so every daphne process shares them atomically); otherwise in the database, in
+Lua script, so every daphne process shares them atomically; each key begins with the
+gateway's GATEWAY_PREFIX and expires with its window, so gateways or test runs sharing a Redis
+database, whose users' ids repeat, never count each other's calls); otherwise in the database, in
 RateCounter rows that DatabaseStorage below increments with one INSERT … ON CONFLICT DO UPDATE
 … RETURNING (atomic on SQLite and PostgreSQL alike). `limits` ships no SQL storage, and
 django-ratelimit counts in Django's cache, whose database backend increments by a read and a
@@ -37,7 +39,6 @@ from infra.answers import error
 RUNS = "runs"  # starting a run: POST /api/threads, A2A SendMessage of a new task
 DECISIONS = "decisions"  # resumeExecution, each POST /api/decisions item, A2A decisions, answers
 SLACK_CONNECT = "slack_connect"  # the Slack page's direct message asking to link (a person's)
-REDIS_PREFIX = "gateway-limits"
 
 # What each kind is called in answers, and its settings: per token, per user.
 KINDS = {
@@ -119,14 +120,15 @@ class DatabaseStorage(Storage):
 
 
 @cache
-def _storage(redis_url: str) -> Storage:
+def _storage(redis_url: str, prefix: str) -> Storage:
     if redis_url:
-        return RedisStorage(redis_url, key_prefix=REDIS_PREFIX)
+        # Keys "<prefix>-limits:LIMITER/<kind>/<token|user>/<id>/...", with the window's TTL.
+        return RedisStorage(redis_url, key_prefix=f"{prefix}-limits")
     return DatabaseStorage()
 
 
 def storage() -> Storage:
-    return _storage(settings.REDIS_URL)
+    return _storage(settings.REDIS_URL, settings.GATEWAY_PREFIX)
 
 
 @cache

@@ -323,6 +323,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 WHITENOISE_USE_FINDERS = True
 
 REDIS_URL = envstr("REDIS_URL")
+# What this gateway's keys in Redis begin with (the channel layer's groups, the rate limits'
+# counters in access.ratelimits): gateways, or test runs, sharing a Redis database never read
+# each other's.
+GATEWAY_PREFIX = os.environ.get("GATEWAY_PREFIX", "gw")
 
 if REDIS_URL:
     # channels_redis's pub/sub layer: a group_send is one PUBLISH, where the core layer runs a
@@ -333,7 +337,7 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": os.environ.get("GATEWAY_PREFIX", "gw")},
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": GATEWAY_PREFIX},
         }
     }
 else:
