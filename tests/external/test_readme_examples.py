@@ -1,5 +1,6 @@
 """The examples for outside agents in docs/connect/ run as written (with GATEWAY_URL and
-GATEWAY_TOKEN set) against a live gateway, a reviewer deciding over the API meanwhile. The
+GATEWAY_TOKEN set) against a live gateway, a reviewer deciding over the API meanwhile: the
+Python ones, and docs/connect/rest.md's curl walk-through (raise, wait, read). The
 OpenAI Agents SDK example calls OpenAI's model; tests/external/openai_agent.py runs its flow
 offline instead."""
 
@@ -77,3 +78,49 @@ def test_the_agent_file_for_an_outside_agent_loads() -> None:
     [agent] = agentfiles.parse(block, "docs/connect/rest.md")
     assert agent["name"] == "billing-bot"
     assert agent["policy"]["quorum"] == 2 and agent["policy"]["auto_approve"]
+
+
+def curl_walkthrough() -> str:
+    text = (ROOT / "docs" / "connect" / "rest.md").read_text()
+    match = re.search(r"<!-- curl-walkthrough:.*?-->\n```sh\n(.*?)```", text, re.S)
+    assert match, "docs/connect/rest.md has no curl walk-through"
+    return match.group(1)
+
+
+def run_curl(url: str, token: str) -> Later:
+    """The walk-through in bash, as a reader pastes it, with errors stopping it."""
+    env = {**os.environ, "GATEWAY_URL": url, "GATEWAY_TOKEN": token}
+    return Later(
+        lambda: subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", curl_walkthrough()],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    )
+
+
+def test_the_curl_walkthrough(gateway_url: str, agent_token: str, reviewer: Reviewer) -> None:
+    """Raised, waited for by long polls while a reviewer approves an edit, read: the agent
+    acts with the edited arguments."""
+    script = run_curl(gateway_url, agent_token)
+    asked = reviewer.decide(
+        "billing-bot", {"approved": True, "modifiedArgs": {"amount": 100, "to": "ACME"}}
+    )
+    assert asked["prompt"] == "Pay 120 EUR to ACME?" and asked["tool"] == "pay"
+    done = script.result(timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is waiting for a person" in done.stdout
+    assert 'paying {"amount":100,"to":"ACME"}' in done.stdout, done.stdout
+    assert '"decided_by": "alice"' in done.stdout
+
+
+def test_the_curl_walkthrough_reads_a_rejection(
+    gateway_url: str, agent_token: str, reviewer: Reviewer
+) -> None:
+    script = run_curl(gateway_url, agent_token)
+    reviewer.decide("billing-bot", {"approved": False, "reason": "already paid"})
+    done = script.result(timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "not paid: already paid" in done.stdout and "paying" not in done.stdout
