@@ -8,7 +8,7 @@ deadline sweeper, webhooks, emails and the audit trail treat it like any other.
 
 The thread stays `running` with no `runnable_since`: agents.groups resumes only `suspended`
 threads and agents.deadlines.requeue_stalled only those with a runnable_since, so no worker
-ever takes it. A decision is recorded by agents.decisions.decide (the one door for decisions)
+ever takes it. A decision is taken by agents.door.take (the one door for decisions)
 and read back by the outside agent; when the agent that asked first reads it, AGENT_RESUMED
 says so.
 """

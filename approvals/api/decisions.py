@@ -217,10 +217,10 @@ def decide_many(request: HttpRequest) -> JsonResponse:
         except ratelimits.Limited as limited:
             return ratelimits.too_many(limited)
         return bad_request(e)
-    return JsonResponse({"results": [_decide_item(request.user, item) for item in asked.decisions]})
+    return JsonResponse({"results": [_answer_item(request.user, item) for item in asked.decisions]})
 
 
-def _decide_item(user: Any, item: Decide) -> dict[str, Any]:
+def _answer_item(user: Any, item: Decide) -> dict[str, Any]:
     """One item: counted against the rate limit as one resumeExecution call is, then decided
     as resumeExecution decides (`answer_for`); its answer with its suspension's id and status."""
     try:
