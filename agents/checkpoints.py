@@ -5,7 +5,7 @@ from uuid import UUID
 
 from django.db import transaction
 
-from agents import events, statements
+from agents import cancelling, events, statements
 from agents.leases import LeaseLost, renew_lane
 from agents.models import Event, StackFrame, Thread
 from agents.runtime import messages as msgs
@@ -33,20 +33,43 @@ class Checkpoints:
             Event(type=type, thread_id=self.thread.pk, suspension_id=suspension_id, payload=payload)
         )
 
-    def _renew(self) -> None:
-        """Extend the lease; fails when the thread was cancelled or taken over."""
+    def _renew(self, tool: str = "") -> None:
+        """Extend the lease, saying which tool starts running (empty: none runs now); fails
+        when the thread was cancelled, is being cancelled, or was taken over."""
         if self.lane is not None:
             # The thread's row first, as cancel_thread and wake_parent take it before frames,
             # and as the events' hash chain (agents.chain) takes it anyway: locking the frame
             # first would deadlock with a cancel.
-            Thread.objects.select_for_update(no_key=True).filter(pk=self.thread.pk).values_list(
-                "pk", flat=True
-            ).first()
-            n = renew_lane(self.lane.pk, self.owner, self.engine._lease_end())
+            status = (
+                Thread.objects.select_for_update(no_key=True)
+                .filter(pk=self.thread.pk)
+                .values_list("status", flat=True)
+                .first()
+            )
+            n = status != Thread.Status.CANCELLING and renew_lane(
+                self.lane.pk, self.owner, self.engine._lease_end(), tool
+            )
         else:
-            n = statements.renew_lease(self.thread.pk, self.owner, self.engine._lease_end())
+            n = statements.renew_lease(self.thread.pk, self.owner, self.engine._lease_end(), tool)
         if not n:
             raise LeaseLost(self.thread.pk)
+
+    def _tool_returned(self, frame: Frame) -> bool:
+        """The checkpoint after a tool ran: its result saved with the step's events. True when
+        the thread was being cancelled meanwhile: the result is saved all the same, the lease
+        given back and the cancel finished if no other tool runs (agents.cancelling); the run
+        stops there."""
+        lane = self.lane.pk if self.lane is not None else None
+        try:
+            self._renew()
+        except LeaseLost:
+            if not cancelling.waits_for(self.thread.pk, self.owner, lane):
+                raise
+            self._save(frame)
+            cancelling.tool_recorded(self.thread.pk, lane, self.engine.clock())
+            return True
+        self._save(frame)
+        return False
 
     def _save(self, frame: Frame, row: StackFrame | None = None, ended: bool = False) -> None:
         """Write the frame and what happened since the last checkpoint (inside a transaction).

@@ -16,7 +16,6 @@ from uuid import UUID
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from agents import statements
 from agents.models import StackFrame, Thread
 
 log = logging.getLogger(__name__)
@@ -40,15 +39,29 @@ def claim_lane(frame_id: int | str, owner: str, until: datetime, now: datetime) 
             lease_expires_at=until,
             runnable_since=now,
             requeues=0,
+            running_tool="",  # a dead worker's: its tool did not return
         )
     )
 
 
-def renew_lane(frame_id: int | str, owner: str, until: datetime) -> int:
-    """Extend an agent instance's lease held by `owner`; 0 when it is no longer held."""
+def renew_lane(frame_id: int | str, owner: str, until: datetime, tool: str | None = None) -> int:
+    """Extend an agent instance's lease held by `owner`, with the tool that starts running in
+    its lane (empty: none runs; None: as it was); 0 when it is no longer held."""
+    running = {} if tool is None else {"running_tool": tool[:200]}
     return StackFrame.objects.filter(pk=frame_id, lease_owner=owner, status=ACTIVE).update(
-        lease_expires_at=until
+        lease_expires_at=until, **running
     )
+
+
+def hold_thread(thread_id: UUID | int | str, owner: str, until: datetime) -> int:
+    """The heartbeat's renewal of a thread's lease: as statements.renew_lease, while the
+    thread runs or is being cancelled (the tool it waits for runs under this lease), and
+    leaving its running tool as it is; 0 when it is no longer held."""
+    return Thread.objects.filter(
+        pk=thread_id,
+        lease_owner=owner,
+        status__in=(Thread.Status.RUNNING, Thread.Status.CANCELLING),
+    ).update(lease_expires_at=until)
 
 
 def release_thread(thread_id: UUID | str, owner: str) -> None:
@@ -96,7 +109,7 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         renewed = False
-        renew = renew_lane if self.lane else statements.renew_lease
+        renew = renew_lane if self.lane else hold_thread
         try:
             while not self.stopped.wait(self.interval):
                 renewed = True

@@ -108,6 +108,9 @@ class Thread(models.Model):
         RUNNING = "running"
         SUSPENDED = "suspended"
         WAITING_INPUT = "waiting_input"
+        # Cancelled while a tool runs: the worker running it records its result, then the
+        # cancel unwinds the stack (agents.cancelling).
+        CANCELLING = "cancelling"
         COMPLETED = "completed"
         FAILED = "failed"
         CANCELLED = "cancelled"
@@ -133,6 +136,9 @@ class Thread(models.Model):
     # The worker holding the thread, and until when (invariant 3: one worker at a time).
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The tool the lease holder runs on the main stack, set as it starts and cleared at the
+    # checkpoint after it: a cancel meanwhile waits for its result (agents.cancelling).
+    running_tool = models.CharField(max_length=200, blank=True)
     # Waiting for input: what was asked, and when the wait ends (the agent's input timeout).
     input_prompt = models.TextField(blank=True)
     input_expires_at = models.DateTimeField(null=True, blank=True)
@@ -165,6 +171,12 @@ class Thread(models.Model):
                 fields=["input_expires_at"],
                 name="thread_input_due_idx",
                 condition=Q(status="waiting_input"),
+            ),
+            # agents.cancelling.settle_abandoned: cancels whose tool's worker stopped.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="thread_cancelling_idx",
+                condition=Q(status="cancelling"),
             ),
         ]
 
@@ -220,6 +232,8 @@ class StackFrame(models.Model):
     requeues = models.PositiveIntegerField(default=0)
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # An instance's Thread.running_tool: the tool its lane's lease holder runs.
+    running_tool = models.CharField(max_length=200, blank=True)
     # The model's token usage in this frame, as the provider reported it.
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
@@ -511,6 +525,8 @@ class Event(models.Model):
         THREAD_COMPLETED = "THREAD_COMPLETED"
         THREAD_FAILED = "THREAD_FAILED"
         THREAD_CANCELLED = "THREAD_CANCELLED"
+        # A cancel that arrived while a tool ran: THREAD_CANCELLED follows its result.
+        THREAD_CANCELLING = "THREAD_CANCELLING"
         INSTANCE_STARTED = "INSTANCE_STARTED"
         INSTANCE_FINISHED = "INSTANCE_FINISHED"
         INPUT_REQUIRED = "INPUT_REQUIRED"

@@ -12,6 +12,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from agents import events, statements
 from agents.checkpoints import Checkpoints
 from agents.instances import InstanceSteps
+from agents.leases import LeaseLost
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 from agents.providers import Streaming, default_provider
 from agents.replies import input_rules
@@ -212,12 +213,17 @@ class Run(Checkpoints, SuspendSteps, InstanceSteps, StackSteps, Hooks):
     def tool_scope(
         self, frame: Frame, tool_use: dict[str, Any], runs: bool = True
     ) -> Iterator[None]:
-        if self.unsaved_answer:
+        if self.unsaved_answer or (runs and self.lane is not None):
             # The call's tool_use id is its idempotency key: it must be stored before the tool
             # acts, or a crash would make the model ask again under a new id.
             with transaction.atomic():
-                self._renew()
-                self._save(frame)
+                self._renew(tool_use["name"] if runs else "")
+                if self.unsaved_answer:
+                    self._save(frame)
+        elif runs:
+            # The tool that runs is on the thread's row, so a cancel waits for its result
+            # (agents.cancelling); LeaseLost: cancelled meanwhile, it does not run.
+            self._renew(tool_use["name"])
         # The live line says which tool runs; a result known without running one (a decision
         # that is the result) would show it for no time at all, at two writes and wake-ups.
         shown = runs and self.live is not None
@@ -227,8 +233,12 @@ class Run(Checkpoints, SuspendSteps, InstanceSteps, StackSteps, Hooks):
         if shown:
             self.live.activity("")
         with transaction.atomic():
-            self._renew()  # LeaseLost: cancelled or taken over meanwhile, the result is dropped
-            self._save(frame)
+            # LeaseLost: cancelled before the tool ran, or taken over, the result is dropped;
+            # a cancel that waited for this tool takes its result, then the run stops.
+            cancelled = self._tool_returned(frame)
+        if cancelled:
+            self.released = True
+            raise LeaseLost(self.thread.pk)
 
     def tool_time_limit(self, tool: Tool) -> float | None:
         return settings.TOOL_TIME_LIMIT_SECONDS

@@ -50,22 +50,29 @@ _AT = datetime(2001, 2, 3, 4, 5, 6, 7, tzinfo=UTC)
 _CLAIM = CompiledUpdate(
     lambda thread, owner, until, now: (
         Thread.objects.filter(pk=thread, status=_RUNNING).exclude(lease_expires_at__gt=now),
-        {"lease_owner": owner, "lease_expires_at": until, "runnable_since": now, "requeues": 0},
+        {
+            "lease_owner": owner,
+            "lease_expires_at": until,
+            "runnable_since": now,
+            "requeues": 0,
+            "running_tool": "",  # a dead worker's: its tool did not return
+        },
     ),
     uuid.UUID(int=1),
     "(lease owner)",
     _AT,
     _AT + timedelta(microseconds=1),
 )
-# ...renews its lease at each checkpoint...
+# ...renews its lease at each checkpoint, saying which tool starts running (or none)...
 _RENEW = CompiledUpdate(
-    lambda thread, owner, until: (
+    lambda thread, owner, until, tool: (
         Thread.objects.filter(pk=thread, lease_owner=owner, status=_RUNNING),
-        {"lease_expires_at": until},
+        {"lease_expires_at": until, "running_tool": tool},
     ),
     uuid.UUID(int=1),
     "(lease owner)",
     _AT,
+    "(running tool)",
 )
 # ...and ends its step with the thread's new status, giving the lease back (Checkpoints._end).
 _END = CompiledUpdate(
@@ -77,6 +84,7 @@ _END = CompiledUpdate(
             "error": error,
             "lease_owner": "",
             "lease_expires_at": None,
+            "running_tool": "",
             "updated_at": now,
         },
     ),
@@ -173,9 +181,10 @@ def claim_lease(thread_id: uuid.UUID | str, owner: str, until: datetime, now: da
     return _CLAIM.run(thread_id, owner, until, now)
 
 
-def renew_lease(thread_id: uuid.UUID, owner: str, until: datetime) -> int:
-    """Extend a running thread's lease held by `owner`; 0 when it is no longer held."""
-    return _RENEW.run(thread_id, owner, until)
+def renew_lease(thread_id: uuid.UUID, owner: str, until: datetime, tool: str = "") -> int:
+    """Extend a running thread's lease held by `owner`, with the tool that starts running
+    (empty: none runs); 0 when the lease is no longer held or the thread is being cancelled."""
+    return _RENEW.run(thread_id, owner, until, tool[:200])
 
 
 def end_step(

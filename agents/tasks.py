@@ -7,7 +7,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from agents import deadlines, grants, reminders, replies
+from agents import cancelling, deadlines, grants, reminders, replies
 from agents.engine import engine
 from infra import last_runs
 
@@ -66,6 +66,8 @@ def sweep() -> dict[str, int]:
         "requeued": deadlines.requeue_stalled(),
         # Standing grants whose lifetime passed or whose count was spent: GRANT_EXPIRED.
         "grants_ended": grants.expire_all(),
+        # Cancels that waited for a tool whose worker stopped before it returned.
+        "cancels_settled": cancelling.settle_abandoned(),
     }
     interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
     for pk, expires_at in deadlines.due_soon(within=interval):
