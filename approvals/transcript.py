@@ -115,6 +115,13 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
         }
     if type == Event.Type.THREAD_CANCELLED:
         return {"tone": "end", "who": actor or "thread", "text": "cancelled the run"}
+    if type == Event.Type.THREAD_CANCELLING:
+        tools = ", ".join(str(t) for t in p.get("waiting_for") or [])
+        return {
+            "tone": "end",
+            "who": actor or "thread",
+            "text": f"cancelled the run: it ends once {tools} returns and its result is recorded",
+        }
     if type == Event.Type.INSTANCE_STARTED:
         return {
             "tone": "system",
@@ -238,6 +245,7 @@ STATUS_AFTER = {
     Event.Type.THREAD_RESUMED: Thread.Status.RUNNING,
     Event.Type.THREAD_COMPLETED: Thread.Status.COMPLETED,
     Event.Type.THREAD_FAILED: Thread.Status.FAILED,
+    Event.Type.THREAD_CANCELLING: Thread.Status.CANCELLING,
     Event.Type.THREAD_CANCELLED: Thread.Status.CANCELLED,
 }
 FINISHED = (Thread.Status.COMPLETED, Thread.Status.FAILED, Thread.Status.CANCELLED)

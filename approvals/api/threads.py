@@ -138,7 +138,11 @@ def thread_detail(request: HttpRequest, thread_id: str) -> JsonResponse:
     "Cancel a run",
     responses={200: shapes.Thread},
     errors=(409,),
-    description="Unwind the stack and cancel its pending suspensions; 409 once it has ended.",
+    description=(
+        "Cancel its pending suspensions and unwind the stack: the run is `cancelled`. While a "
+        "tool runs, it is `cancelling` until that tool's result is recorded, then `cancelled`; "
+        "the answer does not wait. 409 once it has ended."
+    ),
 )
 @api(["POST"], perm="agents.change_thread", scope=(Scope.RUNS, Scope.DECIDE))
 def thread_cancel(request: HttpRequest, thread_id: str) -> JsonResponse:
