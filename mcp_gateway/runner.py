@@ -28,6 +28,7 @@ from typing import Any
 from uuid import UUID
 
 import mcp_types as types
+from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
@@ -35,7 +36,6 @@ from django.utils import timezone
 
 from agents import external
 from agents.models import Suspension
-from gateway.celery import app
 from infra.aio import run_in_process_loop
 from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream, UpstreamCall
@@ -72,7 +72,7 @@ def send(pk: UUID) -> None:
     """Have a worker make the approved call of request `pk` (a duplicate claims nothing).
     Never raises: the sweep sends whatever this could not."""
     try:
-        app.send_task(TASK, args=[str(pk)])
+        current_app.send_task(TASK, args=[str(pk)])
     except Exception:
         log.warning("could not enqueue the approved MCP call %s; the sweep will", pk, exc_info=True)
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
@@ -26,7 +27,6 @@ from django.utils import timezone
 
 from agents.cursor import contiguous, gap_horizon
 from agents.models import Event, Suspension
-from gateway.celery import app
 from notify import compose
 from notify.models import Cursor, Email, EmailOptIn
 
@@ -172,7 +172,7 @@ def enqueue(ids: Iterable[int]) -> None:
         try:
             # By name: notify.tasks imports this module, and sending does not finalize the
             # Celery app in a web process (as webhooks.queue.enqueue sends).
-            app.send_task("notify.tasks.send_email", args=(pk,))
+            current_app.send_task("notify.tasks.send_email", args=(pk,))
         except Exception:
             log.warning("could not queue email %s; the sweep queues it again", pk, exc_info=True)
             return

@@ -19,6 +19,7 @@ import time
 from datetime import datetime
 from typing import Any
 
+from celery import current_app
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
@@ -27,7 +28,6 @@ from django.utils import timezone
 
 from agents.cursor import locked_position, settled_read
 from agents.models import Event
-from gateway.celery import app
 from slack_approvals import client, outbox, routes
 from slack_approvals.models import SlackCursor, SlackDelivery, SlackLink, SlackRoute
 
@@ -68,7 +68,7 @@ def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
         _nudge_due = now + NUDGE_DELAY
     try:
         # By name, so a web process need not import the tasks (ARCHITECTURE.md).
-        app.send_task("slack_approvals.tasks.fan_out", countdown=NUDGE_DELAY)
+        current_app.send_task("slack_approvals.tasks.fan_out", countdown=NUDGE_DELAY)
     except Exception:
         log.warning("could not enqueue the Slack fan-out; the sweep will run it", exc_info=True)
 

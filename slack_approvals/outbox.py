@@ -13,12 +13,12 @@ Authorization header from its own debug log too).
 import logging
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.db.models import F
 from django.utils import timezone
 from slack_sdk.errors import SlackApiError
 
 from agents.models import Event, Suspension
-from gateway.celery import app
 from slack_approvals import client, group_message, message
 from slack_approvals.models import SlackAttempt, SlackDelivery, SlackLink, SlackMessage
 
@@ -50,7 +50,7 @@ def enqueue(ids: list[int]) -> None:
     """Send deliveries to the workers; a broker that is away fails nothing (the sweep)."""
     try:
         for pk in ids:
-            app.send_task("slack_approvals.tasks.deliver", args=(pk,))
+            current_app.send_task("slack_approvals.tasks.deliver", args=(pk,))
     except Exception:
         log.warning("could not enqueue Slack deliveries; the sweep will", exc_info=True)
 
@@ -118,7 +118,7 @@ def send(pk: int, now: datetime | None = None) -> str:
         next_attempt_at=now + timedelta(seconds=delay), last_error=attempt.error
     )
     try:
-        app.send_task("slack_approvals.tasks.deliver", args=(pk,), countdown=delay)
+        current_app.send_task("slack_approvals.tasks.deliver", args=(pk,), countdown=delay)
     except Exception:
         log.warning("could not enqueue a Slack retry; the sweep will", exc_info=True)
     return Status.PENDING

@@ -19,6 +19,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from celery import current_app
 from django.db import transaction
 from django.db.models import Value
 from django.utils import timezone
@@ -27,7 +28,6 @@ from a2a_server import notifications
 from a2a_server.models import PushNotificationConfig
 from agents.cursor import locked_position, settled_read
 from agents.models import Event
-from gateway.celery import app
 from webhooks import queue
 from webhooks.models import Cursor, Delivery, Subscription
 
@@ -64,7 +64,7 @@ def nudge(**kwargs: Any) -> None:
             # sweep still moves the cursor; a receiver added later gets events from then on.
             return
         # By name, as webhooks.queue.enqueue sends.
-        app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
+        current_app.send_task("webhooks.tasks.fan_out", countdown=NUDGE_DELAY)
     except Exception:
         log.warning("could not enqueue the webhooks fan-out; the sweep will run it", exc_info=True)
 

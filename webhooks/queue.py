@@ -3,7 +3,7 @@
 import logging
 from datetime import timedelta
 
-from gateway.celery import app
+from celery import current_app
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ def enqueue(ids: list[int], token: str) -> None:
         try:
             # By name: sending does not finalize the Celery app in a web process (whose
             # on_after_finalize hook wants every task module imported first).
-            app.send_task("webhooks.tasks.deliver", args=(pk, token))
+            current_app.send_task("webhooks.tasks.deliver", args=(pk, token))
         except Exception:
             log.warning(
                 "could not enqueue %d deliveries; the sweep will enqueue them again",
