@@ -55,24 +55,37 @@ class Decision:
             raise ValueError("Only an approval edits the arguments or makes a grant.")
 
     @classmethod
-    def approve(cls, reason: str = "", **binding: Any) -> "Decision":
-        return cls(Kind.APPROVE, reason=reason, **binding)
+    def approve(
+        cls,
+        reason: str = "",
+        *,
+        arguments: dict[str, Any] | None = None,
+        grant: grants.Terms | None = None,
+        seen: Seen | None = None,
+        confirm_version_change: bool = False,
+    ) -> "Decision":
+        """An approval; with `arguments`, of an edit; with `grant`, of the next ones too."""
+        return cls(Kind.APPROVE, reason, arguments, None, grant, seen, confirm_version_change)
 
     @classmethod
-    def edit(cls, arguments: dict[str, Any], reason: str = "", **binding: Any) -> "Decision":
-        return cls(Kind.APPROVE, reason=reason, arguments=arguments, **binding)
+    def reject(
+        cls, reason: str = "", *, seen: Seen | None = None, confirm_version_change: bool = False
+    ) -> "Decision":
+        return cls(Kind.REJECT, reason, seen=seen, confirm_version_change=confirm_version_change)
 
     @classmethod
-    def reject(cls, reason: str = "", **binding: Any) -> "Decision":
-        return cls(Kind.REJECT, reason=reason, **binding)
+    def respond(
+        cls, answer: str, *, seen: Seen | None = None, confirm_version_change: bool = False
+    ) -> "Decision":
+        return cls(
+            Kind.RESPOND, answer=answer, seen=seen, confirm_version_change=confirm_version_change
+        )
 
     @classmethod
-    def respond(cls, answer: str, **binding: Any) -> "Decision":
-        return cls(Kind.RESPOND, answer=answer, **binding)
-
-    @classmethod
-    def ignore(cls, **binding: Any) -> "Decision":
-        return cls(Kind.IGNORE, **binding)
+    def ignore(
+        cls, *, seen: Seen | None = None, confirm_version_change: bool = False
+    ) -> "Decision":
+        return cls(Kind.IGNORE, seen=seen, confirm_version_change=confirm_version_change)
 
     def recorded(self) -> dict[str, Any]:
         """The decision as agents.decisions, agents.policy and agents.versions read it."""

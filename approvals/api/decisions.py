@@ -69,22 +69,19 @@ def parse_decision(s: Suspension, data: dict[str, Any] | Resume) -> door.Decisio
 def _decision_of(body: Resume) -> door.Decision:
     """The body's one kind of decision, with what the card showed (`seen`)."""
     seen = door.Seen(**body.seen.model_dump(exclude_unset=True)) if body.seen else None
-    binding: dict[str, Any] = {
-        "seen": seen,
-        "confirm_version_change": bool(body.confirmVersionChange),
-    }
+    confirmed = bool(body.confirmVersionChange)
     if body.ignore:
-        return door.Decision.ignore(**binding)
+        return door.Decision.ignore(seen=seen, confirm_version_change=confirmed)
     if body.response is not None:
-        return door.Decision.respond(body.response, **binding)
+        return door.Decision.respond(body.response, seen=seen, confirm_version_change=confirmed)
     if not body.approved:
-        return door.Decision.reject(body.reason or "", **binding)
-    return door.Decision(
-        door.Kind.APPROVE,
-        reason=body.reason or "",
+        return door.Decision.reject(body.reason or "", seen=seen, confirm_version_change=confirmed)
+    return door.Decision.approve(
+        body.reason or "",
         arguments=body.modifiedArgs,
         grant=body.grant.terms() if body.grant is not None else None,
-        **binding,
+        seen=seen,
+        confirm_version_change=confirmed,
     )
 
 

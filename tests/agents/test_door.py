@@ -50,7 +50,9 @@ class DoorTestCase:
     def test_an_edit_a_rejection_and_a_response_are_what_was_decided(self) -> None:
         edited = {**state.TRANSFER, "amount": 5}
         s = self.pending()
-        assert isinstance(door.take(s, self.alice, door.Decision.edit(edited)), door.Decided)
+        assert isinstance(
+            door.take(s, self.alice, door.Decision.approve(arguments=edited)), door.Decided
+        )
         s.refresh_from_db()
         assert (s.status, s.modified_args) == ("approved", edited)
         s = self.pending()
