@@ -22,12 +22,9 @@ session):
   gets its answer, and any question about it, on its own response. A session the upstream
   forgot (404 while one is open) is opened again and the call sent once more: it was refused,
   not run.
-- **The answer**, as JSON or as an SSE stream (events of at most MAX_EVENT bytes, as the
-  SDK's transport bounds them). On the stream, notifications are passed over; a question
-  (`elicitation/create`) goes to the call's `asks` (mcp_gateway.elicitation) and its answer is
-  POSTed back, a `ping` is answered, and any other request is refused as the SDK's client
-  refuses a capability it did not declare. A stream that ends without the call's answer is
-  the call's failure.
+- **The answer**, as JSON or as an SSE stream, the upstream's questions during the call
+  answered (mcp_gateway.plain_wire: the messages on the wire). A stream that ends without the
+  call's answer is the call's failure.
 - **A stateless upstream** (on 2026-07-28, asked or declared) has no session: each call is one
   request carrying the revision, the client's capabilities and name in its `_meta` and the
   routing headers (`Mcp-Method`, `Mcp-Name`). An `input_required` answer is raised as
@@ -44,14 +41,12 @@ session):
 import asyncio
 import contextlib
 import itertools
-import json
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import httpx2
 import mcp_types as types
 from mcp.client.session import ElicitationFnT
 from mcp.shared.exceptions import MCPError
@@ -63,13 +58,7 @@ from mcp_types.version import (
     MODERN_PROTOCOL_VERSIONS,
 )
 
-MAX_EVENT = 1024 * 1024  # mcp.client.streamable_http.DEFAULT_MAX_SSE_EVENT_SIZE
-CLIENT_INFO = {"name": "approval-gateway", "version": "1"}
-ACCEPT = "application/json, text/event-stream"
-CAPABILITIES = {"elicitation": {"form": {}, "url": {}}}
-CONNECTION_CLOSED = -32000  # the SDK's code for an answer that can never come
-DRAIN_SECONDS = 0.5
-MAX_ERROR = 64 * 1024  # bytes of an HTTP error's body read for its JSON-RPC error
+from mcp_gateway import plain_wire
 
 
 class Forgotten(Exception):
@@ -104,7 +93,7 @@ class _Line:
     opening: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def headers(self) -> dict[str, str]:
-        sent = {"accept": ACCEPT, "content-type": "application/json"}
+        sent = {"accept": plain_wire.ACCEPT, "content-type": "application/json"}
         if self.version:
             sent["mcp-protocol-version"] = self.version
         if self.session_id:
@@ -120,20 +109,22 @@ class _Line:
             self.session_id, self.version = None, ""
             hello = {
                 "protocolVersion": LATEST_HANDSHAKE_VERSION,
-                "capabilities": CAPABILITIES,
-                "clientInfo": CLIENT_INFO,
+                "capabilities": plain_wire.CAPABILITIES,
+                "clientInfo": plain_wire.CLIENT_INFO,
             }
             rid = next(self.ids)
-            message = _request(rid, "initialize", hello)
+            message = plain_wire.request(rid, "initialize", hello)
             async with self.http.post(self.url, json=message, headers=self.headers()) as response:
-                await _raise_for_status(response)
+                await plain_wire.raise_for_status(response)
                 session_id = response.headers.get("mcp-session-id")
-                result = await _final(self, response, rid, None)
+                result = await plain_wire.final(self, response, rid, None)
             version = result.get("protocolVersion")
             if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-                raise MCPError(CONNECTION_CLOSED, f"Unsupported protocol version: {version!r}")
+                raise MCPError(
+                    plain_wire.CONNECTION_CLOSED, f"Unsupported protocol version: {version!r}"
+                )
             self.session_id, self.version = session_id, version
-            await _post(self, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await plain_wire.post(self, {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def discover(self) -> None:
         """Ask the upstream which revisions it speaks (`server/discover`, as the official
@@ -145,14 +136,18 @@ class _Line:
             if not self.undecided:
                 return
             rid = next(self.ids)
-            message, headers = _stateless(LATEST_MODERN_VERSION, rid, "server/discover", {})
+            message, headers = plain_wire.stateless_request(
+                LATEST_MODERN_VERSION, rid, "server/discover", {}
+            )
             result: Any = None
             async with self.http.post(self.url, json=message, headers=headers) as response:
                 if response.status < 400:
                     with contextlib.suppress(MCPError, ValueError):
-                        result = await _final(self, response, rid, None)
+                        result = await plain_wire.final(self, response, rid, None)
                 else:
-                    await response.content.read(MAX_ERROR)  # a refusal: its start is enough
+                    await response.content.read(
+                        plain_wire.MAX_ERROR
+                    )  # a refusal: its start is enough
             offered = result.get("supportedVersions") if isinstance(result, dict) else None
             both = [v for v in MODERN_PROTOCOL_VERSIONS if v in (offered or ())]
             self.stateless = both[-1] if both else ""
@@ -194,158 +189,32 @@ class _Line:
         self, tool: str, arguments: dict[str, Any], asks: ElicitationFnT | None
     ) -> dict[str, Any]:
         rid = next(self.ids)
-        message = _request(rid, "tools/call", {"name": tool, "arguments": arguments})
+        message = plain_wire.request(rid, "tools/call", {"name": tool, "arguments": arguments})
         async with self.http.post(self.url, json=message, headers=self.headers()) as response:
             if response.status == 404 and self.session_id:
                 raise Forgotten()
-            await _raise_for_status(response)
-            return await _final(self, response, rid, asks)
+            await plain_wire.raise_for_status(response)
+            return await plain_wire.final(self, response, rid, asks)
 
     async def _stateless_call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """One request carrying what a session would have said (the revision, the client's
         capabilities and name, in `_meta` and the routing headers)."""
         rid = next(self.ids)
         params = {"name": tool, "arguments": arguments}
-        message, headers = _stateless(self.stateless, rid, "tools/call", params, name=tool)
+        message, headers = plain_wire.stateless_request(
+            self.stateless, rid, "tools/call", params, name=tool
+        )
         async with self.http.post(self.url, json=message, headers=headers) as response:
             try:
-                await _raise_for_status(response)
+                await plain_wire.raise_for_status(response)
             except MCPError as e:
-                if response.status == 400 and _refuses_version(e):
+                if response.status == 400 and plain_wire.refuses_version(e):
                     raise VersionRefused(e.error.message) from e
                 raise
-            result = await _final(self, response, rid, None)
+            result = await plain_wire.final(self, response, rid, None)
         if result.get("resultType") == "input_required":
             raise InputRequired()
         return result
-
-
-def _request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-
-
-def _stateless(
-    version: str, rid: int, method: str, params: dict[str, Any], name: str = ""
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """A request of a stateless revision and its headers: it carries what a session would
-    have said (the revision, the client's capabilities and name) in its `_meta`, and its
-    method (and tool) in the routing headers."""
-    meta = {
-        types.PROTOCOL_VERSION_META_KEY: version,
-        types.CLIENT_CAPABILITIES_META_KEY: CAPABILITIES,
-        types.CLIENT_INFO_META_KEY: CLIENT_INFO,
-    }
-    headers = {
-        "accept": ACCEPT,
-        "content-type": "application/json",
-        "mcp-protocol-version": version,
-        "mcp-method": method,
-    }
-    if name:
-        headers["mcp-name"] = name
-    return _request(rid, method, {**params, "_meta": meta}), headers
-
-
-def _refuses_version(error: MCPError) -> bool:
-    """A refusal of the request's revision: the 2026 code, or the 1.x SDK's message (its
-    code is only "invalid request")."""
-    message = str(error.error.message).lower()
-    return error.code == UNSUPPORTED_PROTOCOL_VERSION or "unsupported protocol version" in message
-
-
-async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
-    """Raise for an HTTP error: the JSON-RPC error in its body if it has one (a stateless
-    server refuses that way), as the SDK's transport reads it, else the status."""
-    if response.status < 400:
-        return
-    error: Any = None
-    if response.content_type == "application/json":
-        with contextlib.suppress(ValueError, AttributeError, aiohttp.ClientError):
-            error = json.loads(await response.content.read(MAX_ERROR)).get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        code = error.get("code") if isinstance(error.get("code"), int) else CONNECTION_CLOSED
-        raise MCPError(code, error["message"][:MAX_ERROR])
-    raise MCPError(CONNECTION_CLOSED, f"The upstream answered HTTP {response.status}.")
-
-
-async def _post(line: _Line, body: dict[str, Any]) -> None:
-    """POST a message that has no answer of its own (a notification, a reply)."""
-    async with line.http.post(line.url, json=body, headers=line.headers()) as sent:
-        await _raise_for_status(sent)
-        await sent.read()
-
-
-async def _messages(response: aiohttp.ClientResponse) -> AsyncIterator[Any]:
-    """The JSON-RPC messages of an answer: its JSON body, or its SSE stream's `message`s."""
-    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if kind == "application/json":
-        yield json.loads(await response.read())
-        return
-    if kind != "text/event-stream":
-        raise MCPError(CONNECTION_CLOSED, f"Unexpected content type: {kind or 'none'}")
-    # httpx's event parser, over the bytes as they come.
-    events = httpx2.Response(
-        response.status,
-        headers={"content-type": kind},
-        content=response.content.iter_any(),
-        request=httpx2.Request("POST", str(response.url)),
-    )
-    async for event in httpx2.EventSource(events, max_event_size=MAX_EVENT):
-        if event.event == "message" and event.data:
-            yield json.loads(event.data)
-
-
-async def _final(
-    line: _Line, response: aiohttp.ClientResponse, rid: int, asks: ElicitationFnT | None
-) -> dict[str, Any]:
-    """The result of request `rid` from its answer, the upstream's questions answered. The
-    answer is read to its end (for DRAIN_SECONDS at most after the result): a connection
-    left with unread bytes cannot serve the next call, and a new one costs more than the
-    call (bench/README.md)."""
-    messages = _messages(response)
-    async for message in messages:
-        if not isinstance(message, dict):
-            continue
-        if message.get("id") == rid and "method" not in message:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(DRAIN_SECONDS):
-                    async for _ in messages:
-                        pass
-            if isinstance(message.get("error"), dict):
-                error = message["error"]
-                raise MCPError(error.get("code", CONNECTION_CLOSED), str(error.get("message")))
-            result = message.get("result")
-            if not isinstance(result, dict):
-                raise MCPError(CONNECTION_CLOSED, "The upstream's answer has no result.")
-            return result
-        if "method" in message and "id" in message:
-            await _reply(line, message, asks)
-    raise MCPError(CONNECTION_CLOSED, "SSE stream ended without a response")
-
-
-async def _reply(line: _Line, request: dict[str, Any], asks: ElicitationFnT | None) -> None:
-    """Answer a request the upstream sent its client in the middle of a call."""
-    method, rid = request["method"], request["id"]
-    answer: Any
-    if method == "ping":
-        answer = {}
-    elif method == "elicitation/create" and asks is not None:
-        try:
-            params = types.ElicitRequest.model_validate(request).params
-        except ValueError as e:
-            answer = types.ErrorData(code=types.INVALID_PARAMS, message=str(e)[:500])
-        else:
-            answer = await asks(None, params)  # type: ignore[arg-type]  # unused by ours
-    else:
-        answer = types.ErrorData(code=types.METHOD_NOT_FOUND, message="Method not found")
-    kind = "error" if isinstance(answer, types.ErrorData) else "result"
-    await _post(line, {"jsonrpc": "2.0", "id": rid, kind: _dump(answer)})
-
-
-def _dump(value: Any) -> Any:
-    if hasattr(value, "model_dump"):
-        return value.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return value
 
 
 # event loop -> upstream key -> its line

@@ -3,23 +3,26 @@ the project's modules, counting imports made inside functions, and rooms of at m
 """
 
 import ast
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "gateway",
-    "infra",
-    "agents",
-    "access",
-    "approvals",
-    "a2a_server",
-    "webhooks",
-    "notify",
-    "metrics",
-    "presence",
-    "demo",
-)
+
+
+def packages() -> tuple[str, ...]:
+    """The project's packages, as pyproject.toml lists them for setuptools: a new package is
+    under these rules (and tests/test_tripwires.py's) once it is installed. import-linter's
+    root_packages must be the same list, so its contracts see every package too."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    listed = tuple(config["setuptools"]["packages"])
+    assert sorted(config["importlinter"]["root_packages"]) == sorted(listed), (
+        "pyproject.toml: [tool.importlinter] root_packages and [tool.setuptools] packages differ"
+    )
+    return listed
+
+
+PACKAGES = packages()
 MAX_LINES = 400
 # Exempt from the size rule: data declarations, not rooms of behaviour.
 EXEMPT = ("models.py", "settings.py")
@@ -114,6 +117,12 @@ def cycles() -> list[list[str]]:
 class ArchitectureTestCase:
     def test_it_has_no_import_cycles(self) -> None:
         assert cycles() == []
+
+    def test_it_checks_every_package_of_the_project(self) -> None:
+        """Every directory that is a Python package at the root (the tests aside) is listed
+        in pyproject.toml, so none slips past these rules or import-linter's."""
+        found = {p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name != "tests"}
+        assert found - set(PACKAGES) == set(), "add it to pyproject.toml's package lists"
 
     def test_it_finds_a_cycle_made_by_a_late_import(self, tmp_path: Path) -> None:
         """The check itself: an import inside a function closes a cycle it reports."""
