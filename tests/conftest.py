@@ -198,14 +198,26 @@ class ChildProcess:
 
 
 class WorkerProcess(ChildProcess):
+    """`celery worker -B` on gateway's app, gated (tests.worker_gate): `gate.close()` waits for
+    its running tasks to end and holds every later one, beat's sweeps included, at its start."""
+
     def __init__(self, log_dir: Path, smtp: Any = None) -> None:
+        from tests.worker_gate import Gate
+
         self.log_dir = log_dir
         self.smtp = smtp
         self.proc: subprocess.Popen | None = None
         self.count = 0
+        self.gate = Gate(log_dir)
+
+    def stop(self) -> None:
+        self.gate.open()  # a warm shutdown waits for the tasks held at the gate
+        super().stop()
 
     def start(self) -> None:
         from django.conf import settings
+
+        from tests import worker_gate
 
         self.count += 1
         log = self.log_dir / f"worker-{self.count}.log"
@@ -216,7 +228,7 @@ class WorkerProcess(ChildProcess):
                 "-m",
                 "celery",
                 "-A",
-                "gateway",
+                "tests.worker_gate",
                 "worker",
                 "-B",
                 "-l",
@@ -236,7 +248,11 @@ class WorkerProcess(ChildProcess):
             # Runs, deadlines and beat in one worker, so two steps at once in it: prefork.
             # WORKER_POOL's default, solo, runs one at a time (the fault suite and `make run`
             # run that), and Celery takes the setting over -P.
-            env={**worker_env(self.smtp), "WORKER_POOL": "prefork"},
+            env={
+                **worker_env(self.smtp),
+                "WORKER_POOL": "prefork",
+                worker_gate.FOLDER: str(self.log_dir),
+            },
             stdout=log.open("w"),
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -265,24 +281,17 @@ def worker_process(
 def worker(worker_process: WorkerProcess, transactional_db: Any) -> Iterator[WorkerProcess]:
     """A real Celery worker (with beat) on this run's database and broker.
 
-    The worker lives for the session, so after each test it is given time to finish the step it
-    is in before the test's database is flushed: a flush (TRUNCATE) racing a step's
-    transaction can deadlock, and a step landing after the flush would leak into the next test.
+    The worker lives for the session, and beat sends the sweeps on its own clock: the worker's
+    gate opens for the test and closes at its end, before the test's database is flushed. A
+    flush (TRUNCATE) meeting a task's transaction can deadlock, and a task landing after the
+    flush would leak into the next test; with the gate closed, the tasks running have ended
+    and none starts until the next test that takes the worker.
     """
     if worker_process.proc is None or worker_process.proc.poll() is not None:
         worker_process.start()
+    worker_process.gate.open()
     yield worker_process
-    from django.utils import timezone
-
-    from agents.models import StackFrame, Thread
-
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        now = timezone.now()
-        busy = Thread.objects.filter(lease_expires_at__gt=now).exists()
-        if not busy and not StackFrame.objects.filter(lease_expires_at__gt=now).exists():
-            break
-        time.sleep(0.1)
+    worker_process.gate.close()
 
 
 @pytest.fixture(autouse=True)
@@ -296,30 +305,6 @@ def fresh_channel_layer() -> Iterator[None]:
     from channels.layers import channel_layers
 
     channel_layers.backends.clear()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def flush_retries_deadlocks() -> Iterator[None]:
-    """A test's flush can still meet a beat task (the deadline sweep) mid-transaction; PostgreSQL
-    then aborts one side as a deadlock. The flush is retried rather than failing the test and,
-    with the rows it left, the next one."""
-    from django.db import OperationalError
-    from django.db.backends.base.operations import BaseDatabaseOperations
-
-    original = BaseDatabaseOperations.execute_sql_flush
-
-    def execute_sql_flush(self: Any, sql_list: list[str]) -> None:
-        for attempt in range(5):
-            try:
-                return original(self, sql_list)
-            except OperationalError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.5)
-
-    BaseDatabaseOperations.execute_sql_flush = execute_sql_flush
-    yield
-    BaseDatabaseOperations.execute_sql_flush = original
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
