@@ -1,6 +1,6 @@
-"""A blocking tool that acts slowly, for the cancel-while-it-runs tests: registered in the
-worker through TOOL_MODULES (tests/worker/conftest.py) and in the test process by importing
-this module."""
+"""A blocking tool held until the test lets it act, for the cancel-while-it-runs tests:
+registered in the worker through TOOL_MODULES (tests/worker/conftest.py) and in the test
+process by importing this module."""
 
 import time
 from pathlib import Path
@@ -10,8 +10,8 @@ from agents.runtime.tools import BLOCKING, ToolContext, registry
 
 
 @registry.tool(
-    "slow_transfer",
-    description="Transfer money slowly: say that it started (PATH.started), wait until PATH "
+    "held_transfer",
+    description="Transfer money when let: say that it started (PATH.started), wait until PATH "
     "exists, then make the transfer (PATH.done, the outside effect).",
     input_schema={
         "type": "object",
@@ -21,10 +21,11 @@ from agents.runtime.tools import BLOCKING, ToolContext, registry
     },
     execution_mode=BLOCKING,
 )
-def slow_transfer(args: dict[str, Any], context: ToolContext) -> str:
+def held_transfer(args: dict[str, Any], context: ToolContext) -> str:
     path = Path(args["path"])
     Path(f"{path}.started").touch()
-    while not path.exists():
+    given_up = time.monotonic() + 60  # a test that failed before letting it go
+    while not path.exists() and time.monotonic() < given_up:
         time.sleep(0.05)
     Path(f"{path}.done").write_text(context.idempotency_key)
     return "Transferred 10 EUR."

@@ -10,7 +10,7 @@ from django.test import Client
 
 from agents.models import Event, Suspension, Thread
 from tests.conftest import operator_of, wait_for
-from tests.worker import slow_tools  # noqa: F401 - registers `slow_transfer` in this process too
+from tests.worker import held_tools  # noqa: F401 - registers `held_transfer` in this process too
 
 pytestmark = pytest.mark.worker
 
@@ -18,11 +18,11 @@ AGENTS = """
 agents:
   - name: payer
     model: scripted
-    tools: [slow_transfer]
+    tools: [held_transfer]
     script:
       - text: Paying the invoice.
         tool_calls:
-          - {{name: slow_transfer, input: {{path: "{path}"}}}}
+          - {{name: held_transfer, input: {{path: "{path}"}}}}
       - text: Paid.
 """
 
@@ -56,7 +56,7 @@ class CancelDuringToolTestCase:
         page.force_login(users["reviewer"])
         html = page.get(f"/threads/{tid}/").content.decode()
         assert 'id="thread-status" data-status="cancelling"' in html
-        assert "it ends once slow_transfer returns and its result is recorded" in html
+        assert "it ends once held_transfer returns and its result is recorded" in html
         # A second cancel says the same and changes nothing.
         again = reviewer.post(f"/api/threads/{tid}/cancel")
         assert again.status_code == 200 and again.json()["status"] == "cancelling"
@@ -79,8 +79,8 @@ class CancelDuringToolTestCase:
         ], types
         asked, result, ended = trail[decided + 1], trail[-2], trail[-1]
         assert asked.actor_name == "alice"
-        assert asked.payload["waiting_for"] == ["slow_transfer"]
-        assert result.payload["tool"] == "slow_transfer"
+        assert asked.payload["waiting_for"] == ["held_transfer"]
+        assert result.payload["tool"] == "held_transfer"
         assert result.payload["tool_use_id"] == s.tool_use_id
         assert result.payload["content"] == "Transferred 10 EUR."
         assert result.payload["is_error"] is False
