@@ -10,6 +10,10 @@ from django.utils import timezone
 from agents.models import Suspension
 from tests.approvals import state
 
+# A well-formed id no row has, the same in every process: pytest-xdist's workers must
+# collect the same test names.
+UNKNOWN_ID = "6f1c2a1e-8d4b-4c3e-9a8f-2b7d5e0c1a93"
+
 
 def walk(client: Any, path: str) -> tuple[list[str], int]:
     """Follow the `next` links from `path`; every id seen, and how many pages."""
@@ -188,7 +192,7 @@ class SuspensionDetailTestCase:
         assert decision["status"] == "rejected" and decision["reason"] == "no"
         assert decision["decided_by"] == "alice" and decision["decided_at"]
 
-    @pytest.mark.parametrize("suspension_id", [str(uuid.uuid4()), "nope", "1"])
+    @pytest.mark.parametrize("suspension_id", [UNKNOWN_ID, "nope", "1"])
     def test_an_unknown_suspension_is_a_json_404(self, suspension_id: str) -> None:
         r = self.alice.get(f"/api/suspensions/{suspension_id}")
         assert r.status_code == 404 and r.json()["error"] == "not_found"

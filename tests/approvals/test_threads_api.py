@@ -8,6 +8,10 @@ import pytest
 from agents.models import Event, StackFrame, Suspension, Thread
 from tests.approvals import state
 
+# A well-formed id no row has, the same in every process: pytest-xdist's workers must
+# collect the same test names.
+UNKNOWN_ID = "6f1c2a1e-8d4b-4c3e-9a8f-2b7d5e0c1a93"
+
 
 class StartThreadTestCase:
     @pytest.fixture(autouse=True)
@@ -120,7 +124,7 @@ class ThreadDetailTestCase:
         assert pending["input"] == state.TRANSFER and pending["status"] == "pending"
         assert body["last_event_id"] == Event.objects.filter(thread=thread).latest("id").id
 
-    @pytest.mark.parametrize("thread_id", [str(uuid.uuid4()), "not-a-uuid", "42"])
+    @pytest.mark.parametrize("thread_id", [UNKNOWN_ID, "not-a-uuid", "42"])
     def test_an_unknown_thread_is_a_json_404(self, thread_id: str) -> None:
         r = self.alice.get(f"/api/threads/{thread_id}")
         assert r.status_code == 404
