@@ -4,6 +4,7 @@ Python ones, and docs/connect/rest.md's curl walk-through (raise, wait, read). T
 OpenAI Agents SDK example calls OpenAI's model; tests/external/openai_agent.py runs its flow
 offline instead."""
 
+import json
 import os
 import re
 import subprocess
@@ -112,7 +113,8 @@ def test_the_curl_walkthrough(gateway_url: str, agent_token: str, reviewer: Revi
     done = script.result(timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "is waiting for a person" in done.stdout
-    assert 'paying {"amount":100,"to":"ACME"}' in done.stdout, done.stdout
+    [paid] = [line for line in done.stdout.splitlines() if line.startswith("paying ")]
+    assert json.loads(paid.removeprefix("paying ")) == {"amount": 100, "to": "ACME"}
     assert '"decided_by": "alice"' in done.stdout
 
 
