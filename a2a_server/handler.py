@@ -1,7 +1,10 @@
 """The A2A SDK's RequestHandler on the gateway's rows: each method runs a2a_server.service in
 a worker thread; the streams poll the Event table, the truth, from a cursor. A stream sends
-what it read only once the hub has cleared its token against the revocation counter read after
-those events (access.clearance): nothing recorded after a revocation reaches it.
+what it read, its first answer (the task as it is) included, only once the hub has cleared its
+token against the revocation counter read after those rows (access.clearance): nothing
+recorded after a revocation reaches it. A SendMessage that waited for its task answers under
+the same rule; a token revoked (or its user deactivated) after the call was authenticated
+gets 401 instead of the task.
 
 The SDK's DefaultRequestHandler is not used: it runs the agent in the server process through an
 AgentExecutor and keeps tasks in its own store and in-memory queues, while here agents run on
@@ -10,7 +13,7 @@ Celery workers and a task is a thread, read by any number of server processes.
 
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,7 @@ from a2a.types import (
 )
 
 from a2a_server import mapping, push, reads, service
+from a2a_server.access import Denied
 from approvals.waiters import Waiter, waiting
 from infra.aio import blocking
 
@@ -50,6 +54,7 @@ SAFETY_POLL = 1.0
 # follow it from there. Clients and proxies rarely wait longer.
 SEND_WAIT = 120.0
 LAST_EVENT_ID = "last-event-id"
+REVOKED = "The token was revoked, or its user deactivated."
 
 
 @dataclass(frozen=True, order=True)
@@ -96,14 +101,15 @@ class GatewayRequestHandler(RequestHandler):
         """Start or continue a task; unless the client asked to return at once, answer when
         the task has ended or waits for someone (A2A SendMessageConfiguration)."""
         task_id = await blocking(service.send)(user_of(context), params)
-        if not params.configuration.return_immediately:
-            await settled(task_id, context)
         length = (
             params.configuration.history_length
             if params.configuration.HasField("history_length")
             else None
         )
-        found = await blocking(reads.snapshot)(task_id, length)
+        async with watching(task_id, context) as waiter:
+            if not params.configuration.return_immediately:
+                await settled(task_id, context, waiter)
+            found = await cleared(waiter, blocking(reads.snapshot)(task_id, length))
         return found.task
 
     async def on_message_send_stream(
@@ -111,12 +117,13 @@ class GatewayRequestHandler(RequestHandler):
     ) -> AsyncGenerator[Update]:
         """The task, then its updates as they happen, until it ends or waits for someone."""
         task_id = await blocking(service.send)(user_of(context), params)
-        found = await blocking(reads.snapshot)(task_id)
-        yield found.task
-        if found.state in mapping.TERMINAL | mapping.INTERRUPTED:
-            return
-        async for update in updates(task_id, Cursor(found.cursor), context):
-            yield update
+        async with watching(task_id, context) as waiter:
+            found = await cleared(waiter, blocking(reads.snapshot)(task_id))
+            yield found.task
+            if found.state in mapping.TERMINAL | mapping.INTERRUPTED:
+                return
+            async for update in updates(task_id, Cursor(found.cursor), waiter):
+                yield update
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
@@ -124,12 +131,13 @@ class GatewayRequestHandler(RequestHandler):
         """The task now, then its updates after the client's Last-Event-ID (an SSE id or an
         update's eventId) or, without one, after what the task shows; until it ends or next
         waits for someone."""
-        found = await blocking(reads.subscription)(user_of(context), params.id)
         header = context.state["headers"].get(LAST_EVENT_ID)
         cursor = Cursor.parse(header) if header else None
-        yield found.task
-        async for update in updates(params.id, cursor or Cursor(found.cursor), context):
-            yield update
+        async with watching(params.id, context) as waiter:
+            found = await cleared(waiter, blocking(reads.subscription)(user_of(context), params.id))
+            yield found.task
+            async for update in updates(params.id, cursor or Cursor(found.cursor), waiter):
+                yield update
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
@@ -161,28 +169,39 @@ class GatewayRequestHandler(RequestHandler):
 
 @contextlib.asynccontextmanager
 async def watching(task_id: str, context: ServerCallContext) -> AsyncIterator[Waiter]:
-    """Woken when an event of the task comes (approvals.waiters)."""
+    """Woken when an event of the task comes, and told of a revocation (approvals.waiters):
+    subscribed before the first read, so nothing written after it goes unseen."""
     async with waiting("thread", task_id, context.state["credential"]) as waiter:
         yield waiter
 
 
-async def settled(task_id: str, context: ServerCallContext, wait: float = SEND_WAIT) -> None:
-    """Wait until the task has ended or waits for someone, the caller has gone, or `wait`
-    seconds have passed."""
+async def cleared(waiter: Waiter, read: Awaitable[reads.Snapshot]) -> reads.Snapshot:
+    """The task `read` gives, once the hub has cleared the caller's credential against the
+    revocation counter read after it (access.clearance); else 401."""
+    found = await read
+    if not await waiter.admits(found.revocations):
+        raise Denied(401, REVOKED)
+    return found
+
+
+async def settled(
+    task_id: str, context: ServerCallContext, wakeup: Waiter, wait: float = SEND_WAIT
+) -> None:
+    """Wait until the task has ended or waits for someone, the caller has gone or been
+    revoked, or `wait` seconds have passed."""
     deadline = time.monotonic() + wait
     gone = context.state.get("disconnected")
-    async with watching(task_id, context) as wakeup:
-        while time.monotonic() < deadline and not wakeup.revoked:
-            state = await blocking(reads.state_of)(task_id)
-            if state in mapping.TERMINAL | mapping.INTERRUPTED:
-                return
-            if gone is not None and await gone():
-                return
-            await wakeup.wait(SAFETY_POLL)
+    while time.monotonic() < deadline and not wakeup.revoked:
+        state = await blocking(reads.state_of)(task_id)
+        if state in mapping.TERMINAL | mapping.INTERRUPTED:
+            return
+        if gone is not None and await gone():
+            return
+        await wakeup.wait(SAFETY_POLL)
 
 
 async def updates(
-    task_id: str, cursor: Cursor, context: ServerCallContext
+    task_id: str, cursor: Cursor, wakeup: Waiter
 ) -> AsyncGenerator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
     """The task's updates after `cursor`, from the Event table, until, once at least one was
     sent, the task has ended or waits for someone; or until the caller's token is revoked.
@@ -193,25 +212,24 @@ async def updates(
     fold = mapping.Fold(task_id)
     position = 0
     sent = False
-    async with watching(task_id, context) as wakeup:
-        while True:
-            events, more, revocations = await blocking(reads.read_events)(task_id, position)
-            if events and not await wakeup.admits(revocations):
-                return
-            for event in events:
-                made = fold.apply(event)
-                for index, update in enumerate(made):
-                    at = Cursor(event.id) if index == len(made) - 1 else Cursor(event.id, index)
-                    if at <= cursor:
-                        continue
-                    update.metadata.update({"eventId": str(at)})
-                    sent = True
-                    yield update
-                position = event.id
-            if more:
-                continue
-            if sent and fold.state in mapping.TERMINAL | mapping.INTERRUPTED:
-                return
-            if wakeup.revoked:
-                return
-            await wakeup.wait(SAFETY_POLL)
+    while True:
+        events, more, revocations = await blocking(reads.read_events)(task_id, position)
+        if events and not await wakeup.admits(revocations):
+            return
+        for event in events:
+            made = fold.apply(event)
+            for index, update in enumerate(made):
+                at = Cursor(event.id) if index == len(made) - 1 else Cursor(event.id, index)
+                if at <= cursor:
+                    continue
+                update.metadata.update({"eventId": str(at)})
+                sent = True
+                yield update
+            position = event.id
+        if more:
+            continue
+        if sent and fold.state in mapping.TERMINAL | mapping.INTERRUPTED:
+            return
+        if wakeup.revoked:
+            return
+        await wakeup.wait(SAFETY_POLL)

@@ -78,10 +78,14 @@ class Snapshot:
     task: Task
     state: int
     cursor: int  # every event of the task up to this id is reflected in `task`
+    # The revocation counter, read after the task's rows: a stream or a waiting SendMessage
+    # sends the task only to a caller the hub clears against it (access.clearance).
+    revocations: int
 
 
 def snapshot(task_id: str, history_length: int | None = None) -> Snapshot:
-    """The task as its rows say now, and the event id a stream of its updates goes on from."""
+    """The task as its rows say now, the event id a stream of its updates goes on from, and
+    the revocation counter read after them."""
     bound = settled_through()
     with consistent_read():
         thread = find_thread(task_id)
@@ -89,9 +93,12 @@ def snapshot(task_id: str, history_length: int | None = None) -> Snapshot:
         prompt = _prompt(thread.pk) if thread.status == Thread.Status.WAITING_INPUT else None
         last = thread.events.aggregate(m=Max("id"))["m"] or 0
         history = _history(thread.pk, history_length)
+    # After the read's transaction, so a revocation that committed before any of its rows is
+    # counted (a REPEATABLE READ snapshot would show the counter as it was at its start).
+    counted = revocations()
     cursor = min(last, bound)
     task = mapping.build_task(thread, waits, prompt, history, cursor)
-    return Snapshot(task, task.status.state, cursor)
+    return Snapshot(task, task.status.state, cursor, counted)
 
 
 def pending(thread: Thread) -> QuerySet:
