@@ -8,8 +8,11 @@ caller's to read, else once it is decided or `wait` seconds have passed, whichev
 
 While it waits, the reader is a subscriber of the process's event hub (approvals.hub), which
 wakes it when an event of the request is written, and reads the request again then (and every
-SAFETY_POLL regardless, so a lost wake-up delays the answer at most that long). A token
-revoked meanwhile ends the wait with 401, as it closes a socket.
+SAFETY_POLL regardless, so a lost wake-up delays the answer at most that long). Every answer
+it reads is sent only once the hub has cleared the token against the revocation counter read
+after the read (access.clearance), as a socket's events are: a token revoked, or its user
+deactivated, before or while the request is read ends the wait with 401, never with what was
+read (a decision recorded after the revocation).
 """
 
 import time
@@ -21,13 +24,16 @@ from starlette.responses import JSONResponse
 from access import scopes
 from access.auth import bearer
 from access.models import digest
-from access.revocation import Credential
+from access.revocation import Credential, revocations
+from agents import external
+from agents.models import Suspension
 from approvals.api.external import READ_SCOPES, SEE_OTHERS, read, wait_seconds
 from approvals.waiters import waiting
 from infra.aio import blocking, wait_event
 
 SAFETY_POLL = 1.0
 PATH_PREFIX = "/api/requests/"
+REVOKED = "The token was revoked, or its user deactivated."
 
 
 def handles(scope: dict[str, Any]) -> bool:
@@ -78,17 +84,32 @@ async def answer(request: Request) -> JSONResponse:
     async with waiting("suspension", request_id, credential) as waiter:
         while True:
             waiter.woken.clear()
-            status, body, _ = await blocking(read)(user, request_id)
+            status, body, found, counted = await blocking(_read)(user, request_id)
+            if not await waiter.admits(counted):
+                return _error(401, "unauthenticated", REVOKED)
             if status == 403:
                 return _error(403, "insufficient_scope", SEE_OTHERS, scope=body["scope"])
             left = deadline - time.monotonic()
             if status != 200 or body["status"] != "pending" or left <= 0:
+                if found is not None:
+                    body = await blocking(_acknowledged)(found, user) or body
                 return JSONResponse(body, status_code=status)
-            if waiter.revoked:
-                return _error(401, "unauthenticated", "The token was revoked.")
             if await request.is_disconnected():
                 return JSONResponse(body, status_code=status)
             await wait_event(waiter.woken, min(SAFETY_POLL, left))
+
+
+def _read(user: Any, request_id: str) -> tuple[int, dict[str, Any], Suspension | None, int]:
+    """The request as `user` may read it (approvals.api.external.read), not acknowledged yet,
+    and the revocation counter read after it."""
+    status, body, found = read(user, request_id, acknowledge=False)
+    return status, body, found, revocations()
+
+
+def _acknowledged(s: Suspension, user: Any) -> dict[str, Any] | None:
+    """The asker is answered with the decision: recorded (agents.external.acknowledge), and
+    the request as it reads now; None when there was nothing to record."""
+    return external.request_payload(s) if external.acknowledge(s, user) else None
 
 
 async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:

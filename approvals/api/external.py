@@ -330,9 +330,12 @@ def wait_seconds(value: str | None) -> int | None:
     return None if seconds is None else min(seconds, MAX_WAIT)
 
 
-def read(user: Any, request_id: str) -> tuple[int, dict[str, Any], Suspension | None]:
+def read(
+    user: Any, request_id: str, acknowledge: bool = True
+) -> tuple[int, dict[str, Any], Suspension | None]:
     """A request as `user` may read it: (HTTP status, body, the suspension when readable).
-    Shared by the view below and the waiting reader (approvals.external_wait)."""
+    Shared by the view below and the waiting reader (approvals.external_wait), which
+    acknowledges a decision only once it may answer with it (`acknowledge=False`)."""
     pk = parse_uuid(request_id)
     s = (
         Suspension.objects.select_related("thread")
@@ -348,7 +351,8 @@ def read(user: Any, request_id: str) -> tuple[int, dict[str, Any], Suspension | 
     if not sees_all and not scopes.owns(user, s.thread):
         needed = scopes.names(Scope.READ)
         return 403, {"error": "insufficient_scope", "detail": SEE_OTHERS, "scope": needed}, None
-    external.acknowledge(s, user)
+    if acknowledge:
+        external.acknowledge(s, user)
     return 200, external.request_payload(s), s
 
 
