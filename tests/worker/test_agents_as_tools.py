@@ -231,12 +231,23 @@ class AgentsAsToolsTestCase:
         wait_for(lambda: len(events(tid, "INSTANCE_STARTED")) == 2, what="both instances to start")
         r = reviewer.post(f"/api/threads/{tid}/cancel")
         assert r.status_code == 200, r.content
-        assert not StackFrame.objects.filter(thread_id=tid, status="active").exists()
         assert not pending(tid)
+        if r.json()["status"] == "cancelling":
+            # slow[1] was in its pause: the cancel waits for its result (agents.cancelling).
+            [asked] = events(tid, "THREAD_CANCELLING")
+            assert asked.payload["waiting_for"] == ["pause"]
+        wait_status(tid, "cancelled")
+        assert not StackFrame.objects.filter(thread_id=tid, status="active").exists()
         cancelled = events(tid, "THREAD_CANCELLED")[0]
         finished = {e.payload["instance"]: e.payload for e in events(tid, "INSTANCE_FINISHED")}
         assert finished["asker[2]"]["status"] == "cancelled"
-        # slow[1] was in its pause: it stops at its next checkpoint and saves nothing after.
+        # A pause that started has its result before the end: its call is saved as it starts,
+        # and a cancel while it runs waits for its result.
+        before = Event.objects.filter(thread_id=tid, id__lt=cancelled.id, payload__tool="pause")
+        called = set(before.filter(type="TOOL_CALLED").values_list("payload__tool_use_id"))
+        answered = set(before.filter(type="TOOL_RESULT").values_list("payload__tool_use_id"))
+        assert called == answered, (called, answered)
+        # Nothing of the run works after its end.
         wait_for(
             lambda: not StackFrame.objects.filter(thread_id=tid).exclude(lease_owner="").exists(),
             what="the instances to give their leases back",
