@@ -111,3 +111,55 @@ def test_another_databases_writers_do_not_hold_the_horizon_back() -> None:
     finally:
         elsewhere.close()
         writer.close()
+
+
+@pytest.fixture
+def other_database() -> Any:
+    """A second database on the same server (another application, a second gateway), made
+    for the test and dropped after it; a connection to it, in a transaction."""
+    s = connection.settings_dict
+    name = f"{s['NAME']}_other"
+    server = {"host": s["HOST"] or "127.0.0.1", "port": s["PORT"] or 5432, "user": s["USER"]}
+    with psycopg.connect(**server, dbname="postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    elsewhere = psycopg.connect(**server, dbname=name)
+    try:
+        yield elsewhere
+    finally:
+        elsewhere.close()
+        with psycopg.connect(**server, dbname="postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_a_writer_in_another_database_does_not_hold_our_events_back(other_database: Any) -> None:
+    """The readers (the hub, a socket's replay, the fan-outs through settled_read; the A2A
+    streams through settled_through) step over a gap that is gone for good at once, though a
+    writer of another database on the server is open, registered as ours register."""
+    from a2a_server.reads import settled_through
+    from agents.cursor import WRITER_LOCK_BASE, settled_read
+    from agents.models import Event
+
+    # In the other database, a writer of events registers at a low value of its own
+    # sequence (the trigger of migration agents 0008 takes this lock) and stays open.
+    other_database.execute("SELECT pg_advisory_xact_lock_shared(%s)", [WRITER_LOCK_BASE + 1])
+    # Here: an id given and rolled back (a gap that can never fill), then an event after it,
+    # dated ahead so that its age cannot settle the gap: only the horizon can.
+    writer = other_connection()
+    try:
+        before = writer.execute(INSERT).fetchone()[0]
+        writer.rollback()
+        ahead = INSERT.replace("now()", "now() + interval '1 hour'")
+        after_gap = writer.execute(ahead).fetchone()[0]
+        writer.commit()
+    finally:
+        writer.close()
+    assert after_gap > before
+
+    def read(after: int) -> list[tuple[int, Any]]:
+        rows = Event.objects.filter(id__gt=after).order_by("id")
+        return list(rows.values_list("id", "created_at"))
+
+    rows, stopped = settled_read(before - 1, read, key=lambda row: row)
+    assert [pk for pk, _ in rows] == [after_gap] and not stopped
+    assert settled_through() >= after_gap
