@@ -7,9 +7,11 @@ processes, and a worker's own log says "ready" only at INFO, which serve keeps q
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+from celery.exceptions import SecurityWarning
 from celery.signals import beat_init, worker_ready
 
 
@@ -20,6 +22,11 @@ def _ready(**kwargs: Any) -> None:
 
 worker_ready.connect(_ready, weak=False)
 beat_init.connect(_ready, weak=False)
+
+# Celery's warning about running as root, a paragraph per worker: serve says it once, unless
+# asked for everything (LOG_LEVEL at INFO or DEBUG).
+if os.environ.get("LOG_LEVEL", "").upper() not in ("INFO", "DEBUG"):
+    warnings.filterwarnings("ignore", category=SecurityWarning)
 
 
 if __name__ == "__main__":

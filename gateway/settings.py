@@ -358,7 +358,9 @@ if REDIS_URL:
 else:
     for sub in ("out", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # A host name, though the folders below say where: without one kombu warns "No hostname
+    # was supplied" at every connection of every process.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     CELERY_BROKER_TRANSPORT = "infra.broker:Transport"  # whole-file writes (infra/broker.py)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "out"),
@@ -584,6 +586,22 @@ LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
 if LOG_FORMAT not in ("plain", "json"):
     raise ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
 
+# LOG_LEVEL unset (`make run`): the gateway's own lines from INFO, and from the libraries under
+# it only what needs a person: daphne's and the MCP SDK's INFO lines (daphne's HTTP/2 notice,
+# "Terminating session" after every MCP call) are left out, and so are Django's lines about
+# the 4xx answers the API gives by design (a 409 on a request decided already is the
+# caller's to read). Set (`LOG_LEVEL=INFO`, or `manage.py serve -v 2`): that level for every
+# logger, those included.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "").upper()
+_QUIET: dict[str, dict[str, object]] = (
+    {}
+    if LOG_LEVEL
+    else {
+        "daphne": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+        "django.request": {"filters": ["no_client_errors"]},
+    }
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -591,11 +609,14 @@ LOGGING = {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
         "json": {"()": "infra.logs.JsonLines"},
     },
-    "filters": {"ids": {"()": "infra.logs.ContextFilter"}},
+    "filters": {
+        "ids": {"()": "infra.logs.ContextFilter"},
+        "no_client_errors": {"()": "infra.logs.NoClientErrors"},
+    },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]}
     },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL or "INFO"},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         # django-axes says "BEGIN" at every start of every command.
@@ -603,6 +624,7 @@ LOGGING = {
         # The HTTP clients log every request at INFO: a line per relayed MCP call.
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
+        **_QUIET,
     },
 }
 

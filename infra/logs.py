@@ -107,3 +107,13 @@ def _unbind_task(task_id: str | None = None, **_: Any) -> None:
     token = _tokens.pop(task_id, None) if task_id else None
     if token is not None:
         unbind(token)
+
+
+class NoClientErrors(logging.Filter):
+    """Leaves out django.request's lines about 4xx answers (Django logs each at WARNING): the
+    API answers 409, 403 or 404 by design, and the caller reads why in the answer. A 5xx, an
+    ERROR, is kept. Used while LOG_LEVEL is unset (gateway/settings.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        status = getattr(record, "status_code", None)
+        return not (isinstance(status, int) and 400 <= status < 500)
