@@ -89,6 +89,23 @@ def test_every_setting_the_code_reads_is_in_the_settings_page() -> None:
     assert not missing, f"docs/settings.md does not list {missing}"
 
 
+def test_the_settings_page_names_every_secret_that_may_come_from_a_file() -> None:
+    """envstr() reads NAME or the file NAME_FILE names: the page's opening lists those."""
+    tree = ast.parse((ROOT / "gateway" / "settings.py").read_text())
+    secrets = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "envstr"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+    assert "SECRET_KEY" in secrets
+    opening = documented("settings.md").split("| Variable |", 1)[0]
+    assert not sorted(s for s in secrets if f"`{s}`" not in opening)
+
+
 def sections(page: str) -> dict[str, str]:
     """The page's text under each `## ` heading."""
     parts = re.split(r"^## (.+)$", documented(page), flags=re.M)
