@@ -590,8 +590,8 @@ class Event(models.Model):
         return f"#{self.id} {self.type}"
 
     def as_message(self) -> dict:
-        """The shape of design.md's socket message and of GET /api/events (the actor's name
-        is kept on the row, so it outlives the user)."""
+        """The shape of an event on the socket and in GET /api/events, docs/events.md (the actor's
+        name is kept on the row, so it outlives the user)."""
         return {
             "id": self.id,
             "type": self.type,

@@ -1,5 +1,5 @@
-"""The seed's four conversation figures over a window, and the same requests as series over
-time for the metrics page (seeds/input-required-conversations.md, "Monitoring")."""
+"""The four conversation figures of docs/metrics.md over a window, and the same requests as
+series over time for the metrics page."""
 
 import bisect
 import math

@@ -106,7 +106,7 @@ class Conversations(Answer):
 )
 @csrf_exempt
 def conversations(request: HttpRequest) -> HttpResponse:
-    """GET /api/metrics/conversations?window=24h: the seed's four figures over the last
+    """GET /api/metrics/conversations?window=24h: the four figures (docs/metrics.md) over the last
     `window` (metrics.conversations.summary defines them), for staff (session or API token)
     or a client holding METRICS_TOKEN."""
     if request.method in ("GET", "HEAD") and _metrics_token(request):

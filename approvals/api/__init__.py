@@ -1,2 +1,2 @@
-"""The public JSON API of design.md: thin views that parse, authorize and call one action,
+"""The public JSON API (docs/api.md): thin views that parse, authorize and call one action,
 a module per resource."""
