@@ -7,6 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from agents.models import AgentDefinition
+from mcp_gateway.models import Upstream
 
 pytestmark = pytest.mark.django_db
 
@@ -125,9 +126,13 @@ class LoadTestCase:
     def test_it_loads_the_demo_agents(self) -> None:
         out = load(ROOT / "demo" / "agents.yaml")
 
-        names = set(AgentDefinition.objects.values_list("name", flat=True))
+        # The agents the gateway runs; its MCP server, notes, is an upstream's definition.
+        names = set(
+            AgentDefinition.objects.exclude(model="external").values_list("name", flat=True)
+        )
         assert {"ops", "finance", "helpdesk", "newsletter"} <= names
         assert out.count("created agent") == len(names)
+        assert Upstream.objects.get(name="notes").url == "http://127.0.0.1:9301/mcp"
         finance = AgentDefinition.objects.get(name="finance")
         assert finance.tools == ["lookup_account", "transfer_funds"]
         assert finance.tool_overrides["transfer_funds"]["execution_mode"] == "blocking"

@@ -1,6 +1,11 @@
 """`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat, all of them
-(`--role all`, the default) or the roles a machine runs (`--role web --role worker`); Ctrl-C stops
-them all. It says when each is ready, and "Serving on URL" (or "Running") once all are."""
+(`--role all`, the default) or the roles a machine runs (`--role web --role worker`); with
+`--demo` (`make run`), the demo too: its agents, accounts and MCP server. Ctrl-C stops them all.
+
+Once all are ready it says so in one block: what runs and where, the demo's logins, then
+"Serving on URL" (or "Running"); from there on, only warnings and errors. With LOG_LEVEL at
+INFO or DEBUG (`-v 2` sets INFO, `-v 3` DEBUG) every process logs at that level, Celery's
+banners included, and serve says when each process is ready."""
 
 import http.client
 import os
@@ -10,9 +15,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -23,6 +30,8 @@ RESTART_WINDOW = 60.0
 # While something is not ready after this many seconds, serve says what it still waits for.
 SLOW_START = 30.0
 ROLES = ("web", "worker", "deadlines", "beat")
+# The demo MCP server's process, started with --demo (demo/mcp_notes.py).
+NOTES = "mcp-notes"
 
 
 class Command(BaseCommand):
@@ -61,6 +70,12 @@ class Command(BaseCommand):
             help="take the client's address from X-Forwarded-For when the peer is one of "
             "TRUSTED_PROXIES (default: the PROXY_HEADERS setting)",
         )
+        parser.add_argument(
+            "--demo",
+            action="store_true",
+            help="make run's demo: load demo/agents.yaml, reset the demo reviewer and admin "
+            "(their logins are printed), and start the demo MCP server (demo/mcp_notes.py)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         roles = set(options["role"] or ["all"])
@@ -69,6 +84,16 @@ class Command(BaseCommand):
         if options["proxy_headers"]:
             # Read by gateway.asgi in the daphne processes (infra.forwarded).
             os.environ["PROXY_HEADERS"] = "true"
+        # -v 2 and 3: every process logs more (gateway/settings.py reads LOG_LEVEL in each).
+        if options["verbosity"] > 1:
+            os.environ.setdefault("LOG_LEVEL", "INFO" if options["verbosity"] == 2 else "DEBUG")
+        level = os.environ.get("LOG_LEVEL", "").upper()
+        chatty = level in ("INFO", "DEBUG")
+        demo = None
+        if options["demo"]:
+            from demo import serving
+
+            demo = serving.prepare()
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         web = options["web_processes"]
@@ -76,6 +101,8 @@ class Command(BaseCommand):
             raise CommandError("--web-processes must be at least 1.")
         listener = None
         bind = ["-b", options["host"], "-p", str(options["port"])]
+        # daphne's access log, a line per request on stdout, only when asked for more.
+        access_log = [] if chatty else ["-v", "0"]
         if web > 1 and "web" in roles:
             # One listening socket, opened here and inherited: the kernel hands each new
             # connection to one of the daphne processes.
@@ -88,7 +115,7 @@ class Command(BaseCommand):
         commands: dict[str, list[str]] = {}
         if "web" in roles:
             daphne = (
-                [py, "-m", "daphne", *bind, "gateway.asgi:application"]
+                [py, "-m", "daphne", *access_log, *bind, "gateway.asgi:application"]
                 if web == 1
                 else [
                     # Handed over the way systemd hands sockets (fd 3, LISTEN_FDS, LISTEN_PID),
@@ -100,6 +127,7 @@ class Command(BaseCommand):
                     " LISTEN_PID=str(os.getpid()));"
                     " os.execv(sys.executable, [sys.executable, '-m', 'daphne', *sys.argv[2:]])",
                     str(listener.fileno()),
+                    *access_log,
                     "-e",
                     f"systemd:domain={'INET6' if family == socket.AF_INET6 else 'INET'}:index=0",
                     "gateway.asgi:application",
@@ -108,7 +136,9 @@ class Command(BaseCommand):
             commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
         # Celery through gateway.celery_ready, which creates a file once the worker consumes
         # or beat runs: "ready" below means that, not merely "started".
-        celery = [py, "-m", "gateway.celery_ready", "-A", "gateway"]
+        # Without their banners (`-q`) unless asked for more.
+        celery = [py, "-m", "gateway.celery_ready", "-A", "gateway", *(() if chatty else ("-q",))]
+        celery_level = ("-l", level.lower() if level else "warning")
         # No gossip, mingle or heartbeat events between the workers: nothing here uses them
         # (the deadlines worker is found by its queue), and each costs broker messages that
         # every worker reads, busy or idle (bench/README.md).
@@ -116,16 +146,17 @@ class Command(BaseCommand):
         steps = options["concurrency"]
         if steps < 1:
             raise CommandError("--concurrency must be at least 1.")
-        run_worker = [*celery, "worker", "-l", "warning", *quiet]
+        run_worker = [*celery, "worker", *celery_level, *quiet]
         run_worker += ["-Q", settings.CELERY_TASK_DEFAULT_QUEUE]
         if settings.CELERY_WORKER_POOL == "solo":
             # One step at a time per worker process, as many processes as steps: no parent
             # passing each message to a child over a pipe, and no GIL shared between steps
             # (bench/README.md). Each needs a node name of its own.
+            # (-c 1: what each does; Celery's banner said the default, 2, with "(solo)".)
             workers = {
                 f"worker{i + 1}" if steps > 1 else "worker": [
                     *run_worker,
-                    *("-n", f"worker{i + 1}@%h"),
+                    *("-c", "1", "-n", f"worker{i + 1}@%h"),
                 ]
                 for i in range(steps)
             }
@@ -137,7 +168,7 @@ class Command(BaseCommand):
             # Deadlines and the sweeper on a worker of their own: never behind the runs.
             commands["deadlines"] = [
                 *celery,
-                *("worker", "-l", "warning", "-c", "1", *quiet),
+                *("worker", *celery_level, "-c", "1", *quiet),
                 *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
             ]
         if "beat" in roles:
@@ -145,18 +176,22 @@ class Command(BaseCommand):
             # when it takes, loses or waits for it).
             commands["beat"] = [
                 *celery,
-                *("beat", "-l", "warning", "-s", schedule, "-S", "gateway.beat:LeasedScheduler"),
+                *("beat", *celery_level, "-s", schedule, "-S", "gateway.beat:LeasedScheduler"),
             ]
         # Where people open the site, unless the deployment says: the events socket accepts
         # session pages from there only (WEBSOCKET_ALLOWED_ORIGINS defaults to it).
         host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
         os.environ.setdefault("SITE_URL", f"http://{host}:{options['port']}")
         inherit = (listener.fileno(),) if listener is not None else ()
+        if demo is not None and demo.notes is not None:
+            commands[NOTES] = demo.notes_command()
         ready_dir = Path(tempfile.mkdtemp(prefix="serve-ready-"))
 
         def start(name: str) -> subprocess.Popen:
             if name.startswith("web"):
                 return subprocess.Popen(commands[name], pass_fds=inherit)
+            if name == NOTES:
+                return subprocess.Popen(commands[name], pass_fds=(demo.notes.fileno(),))
             env = {**os.environ, "GATEWAY_READY_FILE": str(ready_dir / name)}
             return subprocess.Popen(commands[name], env=env)
 
@@ -200,9 +235,14 @@ class Command(BaseCommand):
                 self.stderr.write(f"{name} exited with {proc.returncode}; starting it again")
                 procs[name] = start(name)
             if waiting and not stopping:
-                for name in self._ready(waiting, ready_dir, probe, options["port"]):
+                for name in self._ready(waiting, ready_dir, probe, options["port"], demo):
                     waiting.discard(name)
-                    self.stdout.write(f"{name} ready")
+                    if chatty:
+                        self.stdout.write(f"{name} ready")
+                if not waiting:
+                    took = time.monotonic() - began
+                    for line in self._summary(list(procs), url, web, took, demo, chatty):
+                        self.stdout.write(line)
                 if not waiting and "web" in roles:
                     self.stdout.write(
                         f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
@@ -217,6 +257,8 @@ class Command(BaseCommand):
                 self.stdout.flush()
             time.sleep(0.2)
         shutil.rmtree(ready_dir, ignore_errors=True)
+        if demo is not None and demo.notes is not None:
+            demo.notes.close()
         for proc in procs.values():
             if proc.poll() is None:
                 proc.terminate()
@@ -229,21 +271,76 @@ class Command(BaseCommand):
         sys.exit(code)
 
     @staticmethod
-    def _ready(waiting: set[str], ready_dir: Path, host: str, port: int) -> list[str]:
+    def _ready(
+        waiting: set[str], ready_dir: Path, host: str, port: int, demo: Any = None
+    ) -> list[str]:
         """Which of `waiting` are ready now: a worker or beat once its file exists; the web
         processes once the server answers HTTP (any answer: ALLOWED_HOSTS may refuse the
-        probe's Host, which still proves daphne serves the app). Processes sharing a socket
-        cannot be told apart, so they are ready together."""
-        found = [n for n in waiting if not n.startswith("web") and (ready_dir / n).exists()]
+        probe's Host, which still proves daphne serves the app), and the demo MCP server
+        likewise. Processes sharing a socket cannot be told apart, so they are ready together."""
+        found = [
+            n
+            for n in waiting
+            if n != NOTES and not n.startswith("web") and (ready_dir / n).exists()
+        ]
         web = sorted(n for n in waiting if n.startswith("web"))
-        if web:
-            conn = http.client.HTTPConnection(host, port, timeout=1)
-            try:
-                conn.request("GET", "/healthz")
-                conn.getresponse().read()
-                found += web
-            except OSError:
-                pass
-            finally:
-                conn.close()
+        if web and _answers(host, port, "/healthz"):
+            found += web
+        if NOTES in waiting:
+            notes = urlsplit(demo.notes_url)
+            if _answers(notes.hostname, notes.port, notes.path):
+                found.append(NOTES)
         return sorted(found)
+
+    @staticmethod
+    def _summary(
+        names: list[str], url: str, web: int, took: float, demo: Any, chatty: bool
+    ) -> list[str]:
+        """The block said once all are ready: what runs and where, the demo's logins, and
+        what needs a person's attention."""
+        workers = [n for n in names if n.startswith("worker")]
+        rows = []
+        if any(n.startswith("web") for n in names):
+            rows.append(("web", f"{url}  (daphne{f', {web} processes' if web > 1 else ''})"))
+        if workers:
+            rows.append((", ".join(workers), "run the agents, one step of a run at a time each"))
+        if "deadlines" in names:
+            rows.append(("deadlines", "deadlines, reminders and the sweeper"))
+        if "beat" in names:
+            rows.append(("beat", "the periodic tasks"))
+        if demo is not None and demo.notes_refused:
+            rows.append((NOTES, f"not started: {demo.notes_refused}"))
+        elif demo is not None:
+            port = urlsplit(demo.notes_url).port
+            rows.append((NOTES, f"the demo MCP server on :{port}; MCP clients: {url}mcp/notes"))
+        width = max(len(n) for n, _ in rows)
+        lines = [f"Ready in {took:.0f} s:", *(f"  {n.ljust(width)}  {w}" for n, w in rows)]
+        if demo is not None:
+            for change, agents in demo.changed.items():
+                said = f"Demo agents {change} (demo/agents.yaml): {', '.join(agents)}"
+                lines += textwrap.wrap(said, 99, subsequent_indent="  ")
+            lines.append("Demo logins (new passwords and token on every run):")
+            lines += [f"  {line}" for login in demo.logins for line in login.lines()]
+        if workers and os.geteuid() == 0:
+            lines.append(
+                "Running as root: Celery advises running its workers as a user of their own."
+            )
+        if not chatty:
+            lines.append(
+                "Only warnings and errors from here on "
+                "(LOG_LEVEL=info make run, or manage.py serve -v 2, says more)."
+            )
+        return lines
+
+
+def _answers(host: str | None, port: int | None, path: str) -> bool:
+    """Whether an HTTP server answers there, whatever its answer."""
+    conn = http.client.HTTPConnection(host or "127.0.0.1", port or 80, timeout=1)
+    try:
+        conn.request("GET", path)
+        conn.getresponse().read()
+        return True
+    except OSError:
+        return False
+    finally:
+        conn.close()
