@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+# What is installed, by the checksums of what it was installed from: the gateway alone for
+# `make run`, then the development extras and the client for `make setup` and `make test`.
+RUN_STAMP := $(VENV)/.installed-run-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-dev-$(shell cat pyproject.toml clients/python/pyproject.toml | cksum | cut -d' ' -f1)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The PostgreSQL + Redis setup the second half of `make test` runs against.
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
@@ -10,12 +13,20 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
 .PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare bench-mcp
 
-# The gateway, and the client for outside agents (clients/python; tests/external use it).
-$(STAMP): pyproject.toml clients/python/pyproject.toml
+# What serving needs: the gateway without the development extras (README, "Quick start", has
+# the figures). Serving needs no client: clients/python is for agents outside the gateway.
+$(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
+	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
+	rm -f $(VENV)/.installed-run-*
+	touch $@
+
+# On top, the development extras (tests, lint, docs) and the client for outside agents
+# (clients/python; tests/external use it).
+$(STAMP): $(RUN_STAMP) clients/python/pyproject.toml
 	$(VENV)/bin/pip install -q --disable-pip-version-check -e '.[dev]' -e clients/python
-	rm -f $(VENV)/.installed-*
+	rm -f $(VENV)/.installed-dev-*
 	touch $@
 
 # jq and curl: only the walk-through of docs/getting-started.md, which follows `make run`
@@ -37,14 +48,11 @@ setup: $(STAMP) system-packages
 
 # PORT (8000) and HOST (127.0.0.1) say where it listens: `PORT=8123 make run`. It needs no jq
 # (the walk-through does: `make walkthrough-packages`).
-run: $(STAMP)
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py load_agents demo/agents.yaml
-	@echo "-- Demo reviewer (log in on the page; the token is for the API; a new one each run, the previous revoked) --"
-	@$(PY) manage.py demo_reviewer
-	@echo "-- Demo admin (the admin at /admin/ and the audit trail; not a reviewer) --"
-	@$(PY) manage.py demo_admin
-	$(PY) manage.py serve
+# serve --demo loads demo/agents.yaml, resets the demo reviewer and admin, starts the demo MCP
+# server (demo/mcp_notes.py) and prints it all in one block; LOG_LEVEL=info says more.
+run: $(RUN_STAMP)
+	@$(PY) manage.py migrate --noinput -v0
+	@$(PY) manage.py serve --demo
 
 test: setup
 	$(MAKE) --no-print-directory lint

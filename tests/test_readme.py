@@ -110,17 +110,14 @@ class ReadmeTestCase:
         login = re.search(r"Login:\s+(\S+) / (\S+)", printed)
         assert login and login.group(1) == "reviewer"
         assert f"Serving on http://127.0.0.1:{port}/" in printed
-        # Each part says it is ready before "Serving on", which comes last.
-        said = printed[printed.index("Starting ") :].splitlines()
-        # Two run workers: WORKER_CONCURRENCY's default, one step each (the solo pool).
-        parts = {"worker1", "worker2", "deadlines", "beat"} | {
-            f"web{i + 1}" if wanted > 1 else "web" for i in range(wanted)
-        }
-        ready = [line.removesuffix(" ready") for line in said if line.endswith(" ready")]
-        assert sorted(ready) == sorted(parts), printed
-        assert said.index(f"{ready[-1]} ready") < next(
-            i for i, line in enumerate(said) if line.startswith("Serving on")
-        )
+        # Once every part is ready, one block says what runs and where, then "Serving on".
+        said = printed[printed.index("Starting ") :]
+        block = said[said.index("Ready in") : said.index("Serving on")]
+        # Two run workers: WORKER_CONCURRENCY's default, one step each (the solo pool); and the
+        # demo MCP server.
+        for part in ("web", "worker1, worker2", "deadlines", "beat", "mcp-notes"):
+            assert re.search(rf"^  {part} ", block, re.M), printed
+        assert f"(daphne, {wanted} processes)" in block if wanted > 1 else "(daphne)" in block
 
         def daphnes() -> list[str]:
             found = subprocess.run(
@@ -188,7 +185,8 @@ class ReadmeTestCase:
         children = subprocess.run(
             ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        assert len(children) >= 6  # make, serve, daphne, two run workers, deadlines, beat
+        # make, serve, daphne, two run workers, deadlines, beat, the demo MCP server
+        assert len(children) >= 7
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
         wait_for(
