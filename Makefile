@@ -15,10 +15,12 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 
 # What serving needs: the gateway without the development extras (README, "Quick start", has
 # the figures). Serving needs no client: clients/python is for agents outside the gateway.
+# editable_mode=compat: the checkout on sys.path through a .pth file, without setuptools'
+# paragraph about folders named as packages, which the default mode prints at every install.
 $(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check -e .
+	$(VENV)/bin/pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e .
 	rm -f $(VENV)/.installed-run-*
 	touch $@
 
