@@ -100,6 +100,9 @@ def cancel_thread(
             return thread
         thread.status = CANCELLING
         thread.save(update_fields=["status", "updated_at"])
+        # No worker takes an instance up meanwhile (agents.leases.claim_lane), to call its
+        # model for nothing: its next checkpoint would stop it.
+        thread.frames.filter(status=ACTIVE, instance__gt=0).update(runnable_since=None)
         events.record(
             Event.Type.THREAD_CANCELLING,
             thread_id=thread.id,
