@@ -1,11 +1,10 @@
-"""The fan-out: requests and their decisions, read from the Event table, become Slack deliveries.
+"""Slack's fan-out: requests and their decisions, read from the Event table, become Slack
+deliveries.
 
-Durable by a cursor, as webhooks.fanout is: the SlackCursor row says how far the Event table
-has been read, and one transaction makes a batch's deliveries and moves the cursor past it, so
-a crash loses nothing and sends nothing twice. Ids can commit out of order on PostgreSQL: the
-cursor steps over a missing id only once it has settled (agents.cursor.settled_read). Runs come
-from `nudge` (after a commit that recorded a request's event, agents.events.committed) and from
-beat's sweep (slack_approvals.tasks.sweep), which catches whatever a nudge missed.
+The cursor, the batch's transaction and the nudge are the shared fan-out's
+(agents.delivery.fanout), as webhooks' are; runs come from `nudge` (after a commit that
+recorded a request's event, agents.events.committed) and from beat's sweep
+(slack_approvals.tasks.sweep), which catches whatever a nudge missed.
 
 What makes a delivery: AGENT_SUSPENDED of a request whose agent has a route (SlackRoute) posts
 one message to the route's channel and one to each linked person its `dm` names; a decision,
@@ -14,28 +13,19 @@ a reminder or an escalation of it is a reply in each message's thread.
 """
 
 import logging
-import threading
-import time
 from datetime import datetime
 from typing import Any
 
-from celery import current_app
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from agents.cursor import locked_position, settled_read
+from agents.delivery.fanout import FanOut, Nudge
 from agents.models import Event
 from slack_approvals import client, outbox, routes
 from slack_approvals.models import SlackCursor, SlackDelivery, SlackLink, SlackRoute
 
 log = logging.getLogger(__name__)
-
-BATCH = 500
-CURSOR = "events"
-NUDGE_DELAY = 0.1  # at most one fan-out task per this long per process, as webhooks.fanout
 
 POSTED = {Event.Type.AGENT_SUSPENDED}
 UPDATED = {
@@ -47,59 +37,18 @@ UPDATED = {
 }
 REPLIED = {Event.Type.SUSPENSION_REMINDER, Event.Type.SUSPENSION_ESCALATED}
 
-_nudge_due = 0.0
-_nudge_lock = threading.Lock()
+nudges = Nudge("slack_approvals.tasks.fan_out")
 
 
 def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
     """After a commit: have a worker fan out shortly, when Slack is on and the commit recorded
-    an event this app sends. Never raises: a broker that is away delays Slack until the
-    sweep."""
-    global _nudge_due
+    an event this app sends."""
     if not client.enabled():
         return
     sent = POSTED | UPDATED | REPLIED
     if events is not None and not any(e.type in sent for e in events):
         return
-    now = time.monotonic()
-    with _nudge_lock:
-        if now < _nudge_due:
-            return
-        _nudge_due = now + NUDGE_DELAY
-    try:
-        # By name, so a web process need not import the tasks (ARCHITECTURE.md).
-        current_app.send_task("slack_approvals.tasks.fan_out", countdown=NUDGE_DELAY)
-    except Exception:
-        log.warning("could not enqueue the Slack fan-out; the sweep will run it", exc_info=True)
-
-
-def _cursor() -> SlackCursor:
-    """The cursor row, locked for this transaction (Slack was not on before, so earlier
-    requests are not posted)."""
-    row: SlackCursor = locked_position(SlackCursor, CURSOR)
-    return row
-
-
-def _read(after: int) -> list[dict[str, Any]]:
-    # Every type is read, not only this app's: a filtered read would show the ids it leaves
-    # out as gaps, each waiting to settle.
-    return list(
-        Event.objects.filter(id__gt=after)
-        .order_by("id")
-        .values(
-            "id",
-            "type",
-            "suspension_id",
-            "created_at",
-            "suspension__agent_name",
-            "suspension__tool_name",
-            "suspension__group",
-        )[:BATCH]
-    )
-
-
-def _id_and_time(row: dict[str, Any]) -> tuple[int, datetime]:
-    return row["id"], row["created_at"]
+    nudges()
 
 
 def linked_names(names: list[str]) -> list[str]:
@@ -122,7 +71,9 @@ def linked_names(names: list[str]) -> list[str]:
     return sorted(linked)
 
 
-def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDelivery]:
+def deliveries_for(
+    rows: list[dict[str, Any]], now: datetime, token: str = ""
+) -> list[SlackDelivery]:
     """The deliveries these events make (see the module's text). The calls an agent made
     together (a group) share one message: its first request is posted, and a change of any
     of them updates it (slack_approvals.group_message)."""
@@ -187,31 +138,17 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime) -> list[SlackDeliv
     return made
 
 
-def fan_out(now: datetime | None = None) -> tuple[int, bool]:
-    """One step: the next batch of settled events gets its deliveries and the cursor moves
-    past it, in one transaction. Returns how many events it passed, and whether more may be
-    read at once (a full batch)."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        cursor = _cursor()
-        rows, stopped = settled_read(cursor.position, _read, _id_and_time)
-        if not rows:
-            return 0, False
-        made = SlackDelivery.objects.bulk_create(deliveries_for(rows, now))
-        cursor.position = rows[-1]["id"]
-        cursor.save(update_fields=["position", "updated_at"])
-        if made:
-            ids = [d.pk for d in made]
-            transaction.on_commit(lambda: outbox.enqueue(ids))
-    return len(rows), len(rows) == BATCH and not stopped
-
-
-def fan_out_all(now: datetime | None = None, steps: int = 20) -> int:
-    """Steps until the settled events are all fanned out (or `steps` batches were)."""
-    passed = 0
-    for _ in range(steps):
-        n, more = fan_out(now)
-        passed += n
-        if not more:
-            break
-    return passed
+fanning = FanOut(
+    cursor=SlackCursor,
+    model=SlackDelivery,
+    fields=(
+        "suspension_id",
+        "suspension__agent_name",
+        "suspension__tool_name",
+        "suspension__group",
+    ),
+    make=deliveries_for,
+    enqueue=lambda ids, token: outbox.enqueue(ids),
+)
+fan_out = fanning.step
+fan_out_all = fanning.all

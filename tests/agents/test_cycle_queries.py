@@ -53,7 +53,7 @@ def counted(step: str, work: Any, report: dict[str, list[str]]) -> Any:
     # asks whether any receiver exists at most once per RECEIVERS_TTL: the nudge made to happen
     # in every step and the answer already known (test_statements_per_cycle_step reads it
     # first), as on a busy gateway, so counts are exact.
-    fanout._nudge_due = 0.0
+    fanout.nudges.due = 0.0
     with CaptureQueriesContext(connection) as queries:
         result = work()
     report[step] = [q["sql"] for q in queries.captured_queries]
