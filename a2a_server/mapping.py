@@ -5,6 +5,8 @@ A task's state comes from the thread's status and its pending suspensions:
     running, suspended   → working; input-required while a suspension is pending (an approval
                            or an ask_user question, in the thread or in one of its agent
                            instances)
+    cancelling           → working (a cancel waits for a running tool's result; its
+                           suspensions are cancelled already)
     waiting_input        → input-required
     completed            → completed (the answer is the task's artifact)
     failed               → failed
