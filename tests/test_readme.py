@@ -2,6 +2,8 @@
 by `make run` on another port than the default (PORT, as the page says), with only the token
 pasted in."""
 
+import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -10,8 +12,13 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import httpx
+import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import ROOT, wait_for
 
@@ -23,10 +30,37 @@ def walkthrough() -> str:
     return match.group(1)
 
 
+def mcp_walkthrough() -> str:
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"<!-- mcp-walkthrough:.*?-->\n```sh\n(.*?)```", text, re.S)
+    assert match, "README.md has no MCP walk-through block"
+    return match.group(1)
+
+
+async def call_tool(url: str, token: str, tool: str, arguments: dict) -> Any:
+    """A tool called as the MCP section's client does, with the official SDK's client."""
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=120)
+    )
+    async with Client(streamable_http_client(url, http_client=http)) as client:
+        if tool == "tools/list":
+            return [t.name for t in (await client.list_tools()).tools]
+        return await client.call_tool(tool, arguments)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# The environment each `make run` of the fixture was given, by its process id: a reader's
+# commands beside it (`manage.py ...`) use the same data.
+ENVIRONMENTS: dict[int, dict[str, str]] = {}
+
+
+def make_run_env(proc: subprocess.Popen) -> dict[str, str]:
+    return ENVIRONMENTS[proc.pid]
 
 
 @pytest.fixture
@@ -61,6 +95,7 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    ENVIRONMENTS[proc.pid] = env
     try:
         wait_for(
             lambda: "Serving on" in log.read_text() or proc.poll() is not None,
@@ -195,3 +230,68 @@ class ReadmeTestCase:
             what="every process of make run to stop",
         )
         assert not _answers(port)
+
+    def test_the_mcp_section_works_as_written(self, make_run) -> None:
+        proc, port, log = make_run
+        reviewer = re.search(r"Token:\s+(gw_\S+)", log.read_text()).group(1)
+        script = mcp_walkthrough()
+        # The client's line: Claude Code is not here, the official SDK's client calls instead,
+        # at the URL and with the header the line gives it.
+        *commands, claude = script.strip().splitlines()
+        assert claude.startswith("claude mcp add --transport http notes ")
+        url = re.search(r"(http://\S+/mcp/notes)", claude).group(1)
+        url = url.replace(":8000/", f":{port}/")
+        assert '--header "Authorization: Bearer $TOKEN"' in claude
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", "\n".join([*commands, 'echo "$TOKEN"'])],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=make_run_env(proc),
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        token = result.stdout.split()[-1]
+        assert token.startswith("gw_")
+
+        base = f"http://127.0.0.1:{port}/api"
+        auth = {"Authorization": f"Bearer {reviewer}"}
+
+        async def pending(name: str) -> dict:
+            def find() -> dict | None:
+                found = httpx.get(f"{base}/suspensions?status=pending", headers=auth).json()
+                return next((s for s in found["results"] if s["input"] == {"name": name}), None)
+
+            return await asyncio.to_thread(wait_for, find, 60, 0.2, f"the call on {name}")
+
+        def approve(s: dict) -> httpx.Response:
+            return httpx.post(
+                f"{base}/threads/{s['thread']}/suspensions/{s['id']}/resume",
+                headers=auth,
+                json={"approved": True},
+            )
+
+        async def scenario() -> None:
+            assert await call_tool(url, token, "tools/list", {}) == [
+                "list_notes",
+                "read_note",
+                "delete_note",
+            ]
+            read = await call_tool(url, token, "read_note", {"name": "welcome"})
+            assert not read.is_error and "demo MCP server" in read.content[0].text
+            # The reviewer's own call: four eyes keeps the reviewer from approving it.
+            own = asyncio.create_task(call_tool(url, reviewer, "delete_note", {"name": "launch"}))
+            refused = approve(await pending("launch"))
+            assert refused.status_code == 403 and refused.json()["rule"] == "four_eyes"
+            own.cancel()
+            with contextlib.suppress(BaseException):
+                await own
+            # claude-code-user's call waits for the reviewer, then runs once.
+            held = asyncio.create_task(call_tool(url, token, "delete_note", {"name": "welcome"}))
+            assert approve(await pending("welcome")).status_code in (200, 202)
+            deleted = await held
+            assert not deleted.is_error and deleted.content[0].text == "Deleted the note 'welcome'."
+            gone = await call_tool(url, token, "read_note", {"name": "welcome"})
+            assert gone.is_error
+
+        asyncio.run(scenario())
