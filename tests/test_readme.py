@@ -235,6 +235,8 @@ class ReadmeTestCase:
         proc, port, log = make_run
         reviewer = re.search(r"Token:\s+(gw_\S+)", log.read_text()).group(1)
         script = mcp_walkthrough()
+        # docs/mcp.md's "Try it with make run" gives the same commands.
+        assert f"```sh\n{script}```" in (ROOT / "docs" / "mcp.md").read_text()
         # The client's line: Claude Code is not here, the official SDK's client calls instead,
         # at the URL and with the header the line gives it.
         *commands, claude = script.strip().splitlines()
