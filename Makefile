@@ -10,17 +10,25 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The PostgreSQL + Redis setup the second half of `make test` runs against.
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+# `make test` runs lint, the docs and the two halves of the suite at once, each half in PARALLEL
+# pytest-xdist processes (each its own test database, data folder, queue and channel prefix:
+# gateway/testenv.py); the fault suite follows, alone. PARALLEL=0 runs everything one at a time.
+PARALLEL ?= 2
+XDIST := $(if $(filter 0,$(PARALLEL)),-n 0,-n $(PARALLEL))
+JOBS := $(if $(filter 0,$(PARALLEL)),1,4)
+# The slowest tests, in CI's output.
+PYTEST := $(PY) -m pytest --durations=25
 
 .PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare bench-mcp
 
 # What serving needs: the gateway without the development extras (README, "Quick start", has
 # the figures). Serving needs no client: clients/python is for agents outside the gateway.
-# editable_mode=compat: the checkout on sys.path through a .pth file, without setuptools'
-# paragraph about folders named as packages, which the default mode prints at every install.
+# PYTHONWARNINGS: without setuptools' paragraph on editable installs (a UserWarning of the
+# build backend), printed at every fresh install.
 $(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -U pip
-	$(VENV)/bin/pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e .
+	PYTHONWARNINGS=ignore::UserWarning $(VENV)/bin/pip install -q --disable-pip-version-check -e .
 	rm -f $(VENV)/.installed-run-*
 	touch $@
 
@@ -56,11 +64,9 @@ run: $(RUN_STAMP)
 	@$(PY) manage.py migrate --noinput -v0
 	@$(PY) manage.py serve --demo
 
+# Each of the four prints its output when it ends (--output-sync); `make test` fails if any does.
 test: setup
-	$(MAKE) --no-print-directory lint
-	$(MAKE) --no-print-directory docs
-	$(MAKE) --no-print-directory test-embedded
-	$(MAKE) --no-print-directory test-postgres
+	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target lint docs test-embedded test-postgres
 	$(MAKE) --no-print-directory test-faults
 
 # The documentation site (mkdocs.yml, docs/), built into site/; a broken link or anchor fails it.
@@ -69,8 +75,10 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # The embedded default: SQLite, the filesystem broker, sockets tailing the Event table.
+# MAKEFLAGS unset: the `make run` of tests/test_readme.py is a terminal's, not this make's
+# (whose --output-sync would hold back everything it prints until it ends).
 test-embedded:
-	env -u DATABASE_URL -u REDIS_URL $(PY) -m pytest
+	env -u DATABASE_URL -u REDIS_URL -u MAKEFLAGS $(PYTEST) $(XDIST)
 
 # PostgreSQL + Redis. In CI a missing service is a failure; elsewhere it is said and skipped.
 test-postgres:
@@ -78,13 +86,14 @@ test-postgres:
 		if [ "$${CI:-}" = "true" ]; then echo "PostgreSQL or Redis is not reachable; CI needs both" >&2; exit 1; fi; \
 		echo "PostgreSQL or Redis is not reachable: skipping the PostgreSQL + Redis half of the tests"; \
 	else \
-		DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest; \
+		env -u MAKEFLAGS DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) $(XDIST); \
 	fi
 
 # The fault-injection suite (tests/faults): it starts, kills and restarts its own PostgreSQL
-# cluster, Redis and gateway processes, so it runs once, apart from the two runs above.
+# cluster, Redis and gateway processes, so it runs once, apart from the two runs above, and
+# alone: its scenarios measure recovery times and deadlines.
 test-faults:
-	$(PY) -m pytest tests/faults -m faults -p no:cacheprovider
+	$(PYTEST) tests/faults -m faults -p no:cacheprovider
 
 # The performance goal (bench/README.md): the peer (LangGraph, in-process), our full cycle over
 # HTTP, worker and socket on PostgreSQL + Redis, the peer again, and the ratio.
