@@ -17,7 +17,7 @@ from agents import events, policy, receipts, statements
 from agents.deadlines import time_out
 from agents.groups import resume_if_group_done
 from agents.hashing import canonical_hash
-from agents.models import Event, Suspension, Thread, Vote
+from agents.models import Event, Suspension, Vote
 from agents.payloads import iso
 
 S = Suspension.Status
@@ -151,14 +151,17 @@ def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> De
     a deadline already passed is applied first, as decide does."""
     now = now or timezone.now()
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().filter(pk=suspension.thread_id).first()
-        locked = Suspension.objects.select_for_update().get(pk=suspension.pk)
+        # The same locks, taken the same way, as decide.
+        thread = statements.lock_thread(suspension.thread_id)  # [(created_by_id,)], or none
+        locked = statements.lock_suspension(suspension.pk)
+        if locked is None:
+            raise Suspension.DoesNotExist(suspension.pk)
         if locked.status == S.PENDING and locked.expires_at and locked.expires_at <= now:
             time_out(locked, now)
             locked.refresh_from_db()
         if locked.status != S.PENDING or locked.ignored_at is not None:
             return Decided(locked, created=False)
-        policy.check(locked, user, {"ignore": True}, thread.created_by_id if thread else None)
+        policy.check(locked, user, {"ignore": True}, thread[0][0] if thread else None)
         name = getattr(user, "username", "")
         # An ignored request is closed for people: its ladder stops here, in the same
         # transaction (agents.reminders.apply_ladder_steps skips ignored ones as well).
