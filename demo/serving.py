@@ -9,9 +9,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import yaml
+from django.conf import settings
 
 from agents.agentfiles import load
 from demo import accounts
+from mcp_gateway import upstreams
+from mcp_gateway.models import Upstream
 
 AGENTS = Path(__file__).resolve().parent / "agents.yaml"
 NOTES = "notes"
@@ -38,6 +41,13 @@ def prepare() -> Demo:
             changed.setdefault(change, []).append(agent.name)
     logins = [accounts.reviewer(), accounts.admin()]
     url = notes_url()
+    if settings.DEMO_MCP_PORT:
+        # Elsewhere than declared (tests running side by side): the upstream follows.
+        url = urlsplit(url)._replace(netloc=f"127.0.0.1:{settings.DEMO_MCP_PORT}").geturl()
+        notes = Upstream.objects.get(name=NOTES)
+        notes.url = url
+        notes.save(update_fields=["url"])
+        upstreams.mirror(notes)
     demo = Demo(changed, logins, url)
     address = urlsplit(url)
     try:

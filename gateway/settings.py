@@ -576,6 +576,10 @@ CELERY_BEAT_SCHEDULE = {
     "slack-sweep": {"task": "slack_approvals.tasks.sweep", "schedule": 5.0},
 }
 
+# The port of the demo MCP server `manage.py serve --demo` (make run) starts: 0 keeps
+# demo/agents.yaml's; tests that run make run side by side give each its own (demo.serving).
+DEMO_MCP_PORT = envint("DEMO_MCP_PORT", 0)
+
 # Prometheus scrapes /metrics with `Authorization: Bearer <METRICS_TOKEN>`; unset, /metrics is
 # off and answers 404 (metrics.views).
 METRICS_TOKEN = envstr("METRICS_TOKEN")

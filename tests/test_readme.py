@@ -73,6 +73,8 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
     run_id = uuid.uuid4().hex[:8]
     env.update(
         PORT=str(port),
+        # Its own demo MCP server: runs side by side (the two halves of the tests) share none.
+        DEMO_MCP_PORT=str(free_port()),
         GATEWAY_DATA_DIR=str(tmp_path / "data"),
         GATEWAY_QUEUE=f"walkthrough-{run_id}",
         GATEWAY_PREFIX=f"walkthrough{run_id}",

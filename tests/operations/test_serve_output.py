@@ -6,7 +6,6 @@ call. Run on the embedded setup, as a newcomer's `make run` is."""
 import asyncio
 import os
 import re
-import socket
 import subprocess
 import sys
 import uuid
@@ -17,7 +16,6 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from demo.serving import notes_url
 from tests.conftest import ROOT, wait_for
 from tests.operations.test_serve_roles import Serve
 from tests.operations.test_two_machines import _free_port
@@ -51,14 +49,6 @@ def embedded(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def notes_port_free() -> bool:
-    """The demo MCP server's port is fixed (demo/agents.yaml); another `make run` on this
-    machine may hold it for a while."""
-    address = re.match(r"http://([\d.]+):(\d+)/", notes_url())
-    with socket.socket() as s:
-        return s.connect_ex((address.group(1), int(address.group(2)))) != 0
-
-
 async def read_note(url: str, token: str) -> str:
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
     async with Client(streamable_http_client(f"{url}mcp/notes", http_client=http)) as client:
@@ -76,8 +66,8 @@ class ServeOutputTestCase:
             env=env,
             check=True,
         )
-        wait_for(notes_port_free, timeout=300, interval=1, what="the demo MCP server's port")
-        port = _free_port()
+        port, notes = _free_port(), _free_port()
+        env["DEMO_MCP_PORT"] = str(notes)
         serve = Serve(tmp_path / "serve.log", env, "--demo", "--port", str(port))
         try:
             serve.wait_for("Serving on")
@@ -94,7 +84,7 @@ class ServeOutputTestCase:
             assert f"web               {url}" in block
             assert "worker1, worker2  run the agents" in block
             assert (
-                f"mcp-notes         the demo MCP server on :9301; MCP clients: {url}mcp/notes"
+                f"mcp-notes         the demo MCP server on :{notes}; MCP clients: {url}mcp/notes"
                 in block
             )
             assert "Demo agents created (demo/agents.yaml): ops, finance" in block
