@@ -16,15 +16,13 @@ leaves no result: the call runs again from the start, under the same idempotency
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from agents import leases, statements
-from agents.leases import Heartbeat, LeaseLost
+from agents.leases import Heartbeat, Lease, LeaseLost
 from agents.models import StackFrame
 from agents.providers import default_provider
 from agents.runs import Run
@@ -56,43 +54,41 @@ class Engine:
 
     def advance(self, thread_id: uuid.UUID | str) -> bool:
         """Run the thread if it is runnable and free; returns whether this call ran it."""
-        owner = uuid.uuid4().hex
+        lease = Lease(self.clock)
         now = self.clock()
-        claimed = statements.claim_lease(thread_id, owner, self._lease_end(), now)
+        claimed = statements.claim_lease(thread_id, lease.owner, lease.until(), now)
         if not claimed:
             return False
-        heartbeat = Heartbeat(self._lease_end, thread_id, owner)
+        heartbeat = Heartbeat(lease.until, thread_id, lease.owner)
         heartbeat.start()
-        run = None
         try:
-            run = Run(self, statements.thread_with_agent(thread_id), owner)
+            run = Run(self, statements.thread_with_agent(thread_id), lease)
             self._drive(run, thread_id)
         finally:
             heartbeat.stop()
-            if run is None or not run.released:
-                leases.release_thread(thread_id, owner)
+            if not lease.released:
+                leases.release_thread(thread_id, lease.owner)
         return True
 
     def advance_instance(self, frame_id: int | str) -> bool:
         """Run an agent instance's lane if it is runnable and free (the same rules as
         `advance`, under the instance's own lease, so instances of one thread run side by
         side on different workers); returns whether this call ran it."""
-        owner = uuid.uuid4().hex
+        lease = Lease(self.clock)
         now = self.clock()
-        claimed = leases.claim_lane(frame_id, owner, self._lease_end(), now)
+        claimed = leases.claim_lane(frame_id, lease.owner, lease.until(), now)
         if not claimed:
             return False
-        heartbeat = Heartbeat(self._lease_end, frame_id, owner, lane=True)
+        heartbeat = Heartbeat(lease.until, frame_id, lease.owner, lane=True)
         heartbeat.start()
-        run = None
         try:
             lane = StackFrame.objects.select_related("thread__agent").get(pk=frame_id)
-            run = Run(self, lane.thread, owner, lane=lane)
+            run = Run(self, lane.thread, lease, lane=lane)
             self._drive(run, lane.thread_id)
         finally:
             heartbeat.stop()
-            if run is None or not run.released:
-                leases.release_lane(frame_id, owner)
+            if not lease.released:
+                leases.release_lane(frame_id, lease.owner)
         return True
 
     def _drive(self, run: Run, thread_id: uuid.UUID | str) -> None:
@@ -107,9 +103,6 @@ class Engine:
             # would enqueue it again forever: fail it, with what went wrong, and keep the trace.
             log.exception("thread %s failed unexpectedly", thread_id)
             run.fail_unexpectedly(e)
-
-    def _lease_end(self) -> Any:
-        return self.clock() + timedelta(seconds=settings.THREAD_LEASE_SECONDS)
 
 
 engine = Engine()

@@ -8,15 +8,18 @@ as long as a tool or a model call takes.
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.conf import settings
 from django.db import DatabaseError, connection
 
+from agents import statements
 from agents.models import StackFrame, Thread
+from agents.step import Step
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ def renew_lane(frame_id: int | str, owner: str, until: datetime, tool: str | Non
     )
 
 
-def hold_thread(thread_id: UUID | int | str, owner: str, until: datetime) -> int:
+def hold_thread(thread_id: UUID | str, owner: str, until: datetime) -> int:
     """The heartbeat's renewal of a thread's lease: as statements.renew_lease, while the
     thread runs or is being cancelled (the tool it waits for runs under this lease), and
     leaving its running tool as it is; 0 when it is no longer held."""
@@ -89,12 +92,12 @@ def release_lane(frame_id: int | str, owner: str) -> None:
 class Heartbeat(threading.Thread):
     """Renews a held lease every third of THREAD_LEASE_SECONDS while the worker runs the
     thread. It stops renewing when the lease is no longer this worker's (cancelled, taken
-    over); the worker learns that at its next checkpoint (Checkpoints._renew raises
-    LeaseLost). `lease_end` gives the renewed lease's end (Engine._lease_end)."""
+    over); the worker learns that at its next checkpoint (Lease.renew raises LeaseLost).
+    `lease_end` gives the renewed lease's end (Lease.until)."""
 
     def __init__(
         self,
-        lease_end: Callable[[], Any],
+        lease_end: Callable[[], datetime],
         thread_id: UUID | int | str,  # the instance's frame id for a lane
         owner: str,
         lane: bool = False,
@@ -109,7 +112,7 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         renewed = False
-        renew = renew_lane if self.lane else hold_thread
+        renew: Callable[[Any, str, datetime], int] = renew_lane if self.lane else hold_thread
         try:
             while not self.stopped.wait(self.interval):
                 renewed = True
@@ -130,3 +133,87 @@ class Heartbeat(threading.Thread):
 
     def stop(self) -> None:
         self.stopped.set()
+
+
+class Lease:
+    """One worker's lease while it runs a thread (or a lane), as a run's steps change it:
+    renewed at each checkpoint, given back with the step that stops the run (`released`
+    then, so the worker does not give it back again)."""
+
+    def __init__(self, clock: Callable[[], datetime], owner: str | None = None) -> None:
+        self.clock = clock
+        self.owner = owner or uuid.uuid4().hex
+        self.released = False  # a committed status change gave the lease back
+
+    def until(self) -> datetime:
+        """The end of the lease when it is taken or renewed now."""
+        return self.clock() + timedelta(seconds=settings.THREAD_LEASE_SECONDS)
+
+    def renew(self, step: Step, tool: str = "") -> None:
+        """Extend the lease, saying which tool starts running (empty: none runs now); fails
+        when the thread was cancelled, is being cancelled, or was taken over."""
+        if step.lane is not None:
+            # The thread's row first, as cancel_thread and wake_parent take it before frames,
+            # and as the events' hash chain (agents.chain) takes it anyway: locking the frame
+            # first would deadlock with a cancel.
+            status = (
+                Thread.objects.select_for_update(no_key=True)
+                .filter(pk=step.thread.pk)
+                .values_list("status", flat=True)
+                .first()
+            )
+            n = status != Thread.Status.CANCELLING and renew_lane(
+                step.lane.pk, self.owner, self.until(), tool
+            )
+        else:
+            n = statements.renew_lease(step.thread.pk, self.owner, self.until(), tool)
+        if not n:
+            raise LeaseLost(step.thread.pk)
+
+    def end(self, step: Step, status: str) -> None:
+        """The thread's new status (with its result and error), the lease given back, if the
+        lease is still this run's; else LeaseLost (the transaction rolls back). One statement
+        where renew and give_back are two; the thread's row is locked first, as
+        cancel_thread and the events' chain take it."""
+        thread = step.thread
+        now = self.clock()
+        n = statements.end_step(thread.pk, self.owner, status, thread.result, thread.error, now)
+        if not n:
+            raise LeaseLost(thread.pk)
+        thread.status = status
+        thread.lease_owner = ""
+        thread.lease_expires_at = None
+        thread.updated_at = now
+
+    def hold(self, step: Step) -> None:
+        """Undo `end` in the same transaction: the thread runs on under this lease."""
+        expires = self.until()
+        Thread.objects.filter(pk=step.thread.pk).update(
+            status=Thread.Status.RUNNING, lease_owner=self.owner, lease_expires_at=expires
+        )
+        step.thread.status = Thread.Status.RUNNING
+        step.thread.lease_owner = self.owner
+        step.thread.lease_expires_at = expires
+
+    def give_back(self, step: Step, status: str, extra: list[str] | None = None) -> None:
+        """The last write of a step: the thread's new status, and the lease given back with
+        it (`extra`: the thread's other fields the step changed)."""
+        step.thread.status = status
+        step.thread.lease_owner = ""
+        step.thread.lease_expires_at = None
+        step.thread.save(
+            update_fields=[
+                "status",
+                "lease_owner",
+                "lease_expires_at",
+                "updated_at",
+                *(extra or []),
+            ]
+        )
+
+    def idle_lane(self, step: Step) -> None:
+        """The lane stops until a decision or its instances wake it; the lease goes back."""
+        assert step.lane is not None
+        StackFrame.objects.filter(pk=step.lane.pk, lease_owner=self.owner).update(
+            runnable_since=None, lease_owner="", lease_expires_at=None
+        )

@@ -1,17 +1,16 @@
 """The stack of frames: a child pushed, a finished top popped into its parent's result."""
 
-import logging
 from typing import Any
 
 from django.db import transaction
 
-from agents import events
-from agents.models import Event, StackFrame, Thread
+from agents import events, statements
+from agents.checkpoints import Checkpoint
+from agents.leases import Lease
+from agents.models import Event, StackFrame
 from agents.runtime import messages as msgs
-from agents.runtime.subagents import result_for_parent
 from agents.runtime.turn import Frame
-
-log = logging.getLogger(__name__)
+from agents.step import Step
 
 
 def to_runtime(row: StackFrame) -> Frame:
@@ -31,10 +30,22 @@ def to_runtime(row: StackFrame) -> Frame:
     )
 
 
-class StackSteps:
-    """The part of agents.runs.Run that pushes and pops frames."""
+class Stack:
+    """The run's stack of frames in the database: read at each turn, a child pushed, a
+    finished top popped into its parent's result (each with the step's checkpoint)."""
 
-    def _push(self, frame: Frame, child: Frame, stack: list[StackFrame]) -> None:
+    def __init__(self, lease: Lease, checkpoint: Checkpoint) -> None:
+        self.lease = lease
+        self.checkpoint = checkpoint
+
+    def load(self, step: Step) -> list[StackFrame]:
+        """The active frames of the run's stack (the lane's, or the main one), bottom first."""
+        frames = statements.active_stack(step.thread.pk, step.lane_id)
+        for frame in frames:
+            frame.thread = step.thread  # as the related manager's rows have it
+        return frames
+
+    def push(self, step: Step, frame: Frame, child: Frame, stack: list[StackFrame]) -> None:
         """Save the parent with its pending use_skill/use_agent call and the child, together.
 
         ChildActivated left the tool's scope without a result; this transaction writes the
@@ -42,12 +53,12 @@ class StackSteps:
         so a crash leaves either both or neither.
         """
         with transaction.atomic():
-            self._renew()
-            self._save(frame)
+            self.lease.renew(step)
+            self.checkpoint.save(step, frame)
             row = StackFrame.objects.create(
-                thread=self.thread,
-                parent=self.row,
-                depth=self.row.depth + 1,
+                thread=step.thread,
+                parent=step.row,
+                depth=step.row.depth + 1,
                 agent_name=child.agent_name,
                 agent_type=child.agent_type,
                 messages=child.messages,
@@ -58,40 +69,36 @@ class StackSteps:
                 tools=child.tools,
                 tool_overrides=child.tool_overrides,
                 parent_tool_use_id=child.parent_tool_use_id or "",
-                lane=self.lane,
+                lane=step.lane,
             )
             events.record(
                 Event.Type.FRAME_PUSHED,
-                thread_id=self.thread.pk,
+                thread_id=step.thread.pk,
                 payload={
                     "frame": row.label,
                     "agent": row.agent_name,
                     "agent_type": row.agent_type,
                     "depth": row.depth,
                     "parent_tool_use_id": row.parent_tool_use_id,
-                    "from": self.row.label,
+                    "from": step.row.label,
                     "message": msgs.text_of(child.messages[0]["content"]) if child.messages else "",
                     "stack": breadcrumb([*stack, row]),
-                    "lane": self.lane.pk if self.lane is not None else None,
+                    "lane": step.lane_id,
                 },
             )
 
-    def _pop(self, frame: Frame, stack: list[StackFrame], text: str, is_error: bool) -> bool:
-        """The top frame ends; its result (or error) becomes its parent's tool_result.
-
-        Returns whether the loop goes on: not when no frame was left below to take the result.
-        """
-        child = self.row
-        tool_use_id, content, is_error = result_for_parent(frame, text, is_error)
-        if len(stack) < 2:
-            log.warning("thread %s: %s ended with no frame below it", self.thread.pk, child.label)
-            if is_error:
-                failed = Thread.Status.FAILED
-                self._finish(failed, Event.Type.THREAD_FAILED, frame=frame, error=content)
-            else:
-                done = Thread.Status.COMPLETED
-                self._finish(done, Event.Type.THREAD_COMPLETED, frame=frame, result=content)
-            return False
+    def pop(
+        self,
+        step: Step,
+        frame: Frame,
+        stack: list[StackFrame],
+        returned: tuple[str, str, bool],
+    ) -> None:
+        """The top frame ends; its result (or error) becomes the tool_result of the frame
+        below it (the caller made sure there is one). `returned`: (tool_use_id, content,
+        is_error), as agents.runtime.subagents.result_for_parent gives it."""
+        tool_use_id, content, is_error = returned
+        child = step.row
         parent = stack[-2]
         waiting = {u["id"] for u in msgs.unresolved_tool_uses(parent.messages)}
         if tool_use_id not in waiting:
@@ -101,8 +108,8 @@ class StackSteps:
         parent_frame = to_runtime(parent)
         msgs.add_tool_result(parent_frame.messages, tool_use_id, content, is_error)
         with transaction.atomic():
-            self._renew()
-            self._save(frame)
+            self.lease.renew(step)
+            self.checkpoint.save(step, frame)
             StackFrame.objects.filter(pk=child.pk).update(
                 status=StackFrame.Status.FAILED if is_error else StackFrame.Status.COMPLETED,
                 result=content,
@@ -111,7 +118,7 @@ class StackSteps:
             parent.save(update_fields=["messages", "updated_at"])
             events.record(
                 Event.Type.FRAME_POPPED,
-                thread_id=self.thread.pk,
+                thread_id=step.thread.pk,
                 payload={
                     "frame": child.label,
                     "agent": child.agent_name,
@@ -122,10 +129,9 @@ class StackSteps:
                     "to": parent.label,
                     "parent_tool_use_id": tool_use_id,
                     "stack": breadcrumb(stack[:-1]),
-                    "lane": self.lane.pk if self.lane is not None else None,
+                    "lane": step.lane_id,
                 },
             )
-        return True
 
 
 def breadcrumb(stack: list[StackFrame]) -> list[dict[str, Any]]:

@@ -17,35 +17,77 @@ from agents import (
     statements,
     versions,
 )
+from agents.checkpoints import Checkpoint
+from agents.leases import Lease
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
-from agents.runtime.turn import Frame, TurnResult
+from agents.runtime import messages as msgs
+from agents.runtime.turn import Decision, Frame, TurnResult
+from agents.step import Step
 from infra.compiled import insert
 
 
-class SuspendSteps:
-    """The part of agents.runs.Run that stops a frame for a decision."""
+class Suspensions:
+    """A frame's suspensions: the decided ones its step resumes with, and the group its
+    blocking calls raise, each under its policy."""
 
-    def _suspend(self, frame: Frame, result: TurnResult, stack: list[StackFrame]) -> bool:
+    def __init__(self, lease: Lease, checkpoint: Checkpoint) -> None:
+        self.lease = lease
+        self.checkpoint = checkpoint
+
+    def decisions(self, step: Step, frame: Frame) -> dict[str, Decision]:
+        """Decided suspensions of this frame whose tool uses still wait for a result."""
+        waiting = {u["id"] for u in msgs.unresolved_tool_uses(frame.messages)}
+        if not waiting:
+            return {}
+        decided = statements.decided(step.row.pk, sorted(waiting))
+        result = {}
+        for s in decided:
+            result[s.tool_use_id] = Decision(
+                status=s.status,
+                approved=bool(s.approved),
+                reason=s.reason,
+                modified_args=s.modified_args,
+                response=s.response,
+                decided_by=s.decided_by_name or None,
+            )
+            if s.resumed_at is None:
+                self.checkpoint.resume(s.pk)
+                self.checkpoint.buffer(
+                    step,
+                    Event.Type.AGENT_RESUMED,
+                    {
+                        "tool": s.tool_name,
+                        "status": s.status,
+                        "approved": s.approved,
+                        **step.where(),
+                    },
+                    suspension_id=s.pk,
+                )
+        return result
+
+    def suspend(
+        self, step: Step, frame: Frame, result: TurnResult, stack: list[StackFrame]
+    ) -> bool:
         """Raise the blocking calls as one group of suspensions, each under the policy in
         force (agents.policy), whose rules may decide it at once. Returns True when nothing
         is left pending (every call decided by policy): the loop goes on."""
-        now = self.engine.clock()
+        now = self.lease.clock()
         group = uuid.uuid4()
-        lineage = " → ".join("main" if f.depth == 0 else f.label for f in self._ancestry(stack))
+        lineage = " → ".join("main" if f.depth == 0 else f.label for f in _ancestry(step, stack))
         with transaction.atomic():
-            if self.lane is None:
+            if step.lane is None:
                 # Suspended, the lease given back, in the lease's check (the usual outcome,
                 # made undone below when the policy decides every call).
-                self._end(Thread.Status.SUSPENDED)
+                self.lease.end(step, Thread.Status.SUSPENDED)
             else:
-                self._renew()
+                self.lease.renew(step)
             uses = list(dict.fromkeys(c.tool_use_id for c in result.blocking))
-            known = statements.raised(self.row.pk, uses)
+            known = statements.raised(step.row.pk, uses)
             # Whether any of the calls waits for a person: one raised before (a retried
             # step) and still pending, or one raised now that no rule decided.
             waiting = Suspension.Status.PENDING in known.values()
-            agent_row = functools.cache(self._agent_row)
+            agent_row = functools.cache(lambda: _agent_row(step))
             agent_ladder = functools.cache(lambda: reminders.ladder_of(agent_row()))
             for call in result.blocking:
                 if call.tool_use_id in known:
@@ -56,9 +98,10 @@ class SuspendSteps:
                 # else the agent's: taken whole from one place, so a step number means the
                 # reminders it was written beside.
                 steps = call.tool.ladder() or agent_ladder()
-                in_force = policy.effective((agent_row() and agent_row().policy) or {}, call.tool)
+                row = agent_row()
+                in_force = policy.effective((row.policy if row else None) or {}, call.tool)
                 auto = policy.automatic(in_force, call.input)
-                kept = policy.snapshot(in_force, self.thread)
+                kept = policy.snapshot(in_force, step.thread)
                 decided = {}
                 if auto is not None:
                     kept["auto"] = auto.payload()
@@ -76,11 +119,11 @@ class SuspendSteps:
                     None
                     if auto is not None
                     else grants.decide_by_grant(
-                        self.row.agent_name,
+                        step.row.agent_name,
                         call.tool.name,
                         call.input,
                         in_force,
-                        self.thread,
+                        step.thread,
                         call.tool.kind,
                         now,
                     )
@@ -89,10 +132,10 @@ class SuspendSteps:
                     kept["grant"] = by_grant.kept()
                     decided = by_grant.fields()
                 s = Suspension(
-                    thread=self.thread,
-                    frame=self.row,
+                    thread=step.thread,
+                    frame=step.row,
                     group=group,
-                    agent_name=self.row.agent_name,
+                    agent_name=step.row.agent_name,
                     lineage=lineage,
                     tool_use_id=call.tool_use_id,
                     tool_name=call.tool.name,
@@ -106,68 +149,75 @@ class SuspendSteps:
                     on_timeout=call.tool.on_timeout,
                     **reminders.ladder_fields(steps, expires_at, now),
                     **versions.binding_fields(
-                        self.row.agent_name, call.tool, call.input, agent_row()
+                        step.row.agent_name, call.tool, call.input, agent_row()
                     ),
                     policy=kept,
                     **decided,
                 )
-                if auto is not None or by_grant is not None:
-                    # Signed before the insert, which writes it (the thread's row is locked:
-                    # _end or _renew above).
-                    receipts.issue(s, auto.decider() if auto else by_grant.decider())
+                # Signed before the insert, which writes it (the thread's row is locked:
+                # Lease.end or Lease.renew above).
+                if auto is not None:
+                    receipts.issue(s, auto.decider())
+                elif by_grant is not None:
+                    receipts.issue(s, by_grant.decider())
                 insert([s])  # as s.save() would, through a statement written once
-                payload = {**suspension_payload(s), **self._where()}
+                payload = {**suspension_payload(s), **step.where()}
                 if decided:
                     # Raised as pending, then decided by its rule or grant, no person as actor.
                     payload = {**payload, "status": Suspension.Status.PENDING, "decision": None}
-                self._buffer(Event.Type.AGENT_SUSPENDED, payload, suspension_id=s.pk)
+                self.checkpoint.buffer(
+                    step, Event.Type.AGENT_SUSPENDED, payload, suspension_id=s.pk
+                )
                 if by_grant is not None:
                     for type, body in by_grant.events(s):
-                        self._buffer(type, body, suspension_id=s.pk)
+                        self.checkpoint.buffer(step, type, body, suspension_id=s.pk)
                 elif auto is not None:
                     decision = {"tool": s.tool_name, "agent": s.agent_name, **s.outcome()}
-                    self._buffer(
+                    self.checkpoint.buffer(
+                        step,
                         Event.Type.SUSPENSION_DECIDED,
                         {**decision, **auto.payload()},
                         suspension_id=s.pk,
                     )
                 else:
                     waiting = True
-            self._save(frame)
+            self.checkpoint.save(step, frame)
             if not waiting:
-                if self.lane is None:
-                    self._hold()
+                if step.lane is None:
+                    self.lease.hold(step)
                 return True
-            if self.lane is not None:
+            if step.lane is not None:
                 # Only this instance waits; the thread and its other instances run on, unless
                 # none is left working: the run is then suspended.
-                self._idle_lane()
-                run_status.settle(self.thread.pk, now)
-            if self.live is not None:
+                self.lease.idle_lane(step)
+                run_status.settle(step.thread.pk, now)
+            if step.live is not None:
                 # In this transaction: the line says so when the suspension shows.
-                self.live.activity("waiting for approval", alone=False)
-                self.live = None  # the line stays until the frame works again
-        self.released = True
+                step.live.activity("waiting for approval", alone=False)
+                step.live = None  # the line stays until the frame works again
+        self.lease.released = True
         return False
 
-    def _agent_row(self) -> AgentDefinition | None:
-        """The row of the agent whose frame made the calls: its policy, ladder and version
-        (no query for the thread's own agent, read with the thread at the step's start)."""
-        if self.row.agent_name == self.thread.agent.name:
-            return self.thread.agent
-        return AgentDefinition.objects.filter(name=self.row.agent_name).first()
 
-    def _ancestry(self, stack: list[StackFrame]) -> list[StackFrame]:
-        """The frames from the main one down to the top of this run's stack: an instance's
-        lane hangs under the frame that called it."""
-        if self.lane is None:
-            return stack
-        above: list[StackFrame] = []
-        parent_id = self.lane.parent_id
-        while parent_id is not None:
-            parent = StackFrame.objects.only(
-                "pk", "parent_id", "depth", "agent_name", "agent_type", "instance"
-            ).get(pk=parent_id)
-            above.append(parent)
-            parent_id = parent.parent_id
-        return [*reversed(above), *stack]
+def _agent_row(step: Step) -> AgentDefinition | None:
+    """The row of the agent whose frame made the calls: its policy, ladder and version
+    (no query for the thread's own agent, read with the thread at the step's start)."""
+    if step.row.agent_name == step.thread.agent.name:
+        return step.thread.agent
+    return AgentDefinition.objects.filter(name=step.row.agent_name).first()
+
+
+def _ancestry(step: Step, stack: list[StackFrame]) -> list[StackFrame]:
+    """The frames from the main one down to the top of this run's stack: an instance's
+    lane hangs under the frame that called it."""
+    if step.lane is None:
+        return stack
+    above: list[StackFrame] = []
+    parent_id = step.lane.parent_id
+    while parent_id is not None:
+        parent = StackFrame.objects.only(
+            "pk", "parent_id", "depth", "agent_name", "agent_type", "instance"
+        ).get(pk=parent_id)
+        above.append(parent)
+        parent_id = parent.parent_id
+    return [*reversed(above), *stack]

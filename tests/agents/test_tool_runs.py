@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from agents import cancelling, deadlines, decisions, starting
 from agents.engine import Engine
+from agents.leases import Lease
 from agents.models import AgentDefinition, Event, Thread
 from agents.runtime.tools import BLOCKING, ToolContext, ToolRegistry
 from agents.runtime.tools import registry as default_registry
@@ -177,7 +178,7 @@ class SlowToolTestCase:
         # What a worker killed mid-step leaves behind: a lease as long as the setting says,
         # that nobody renews.
         Thread.objects.filter(pk=thread.pk).update(
-            lease_owner="dead", lease_expires_at=Engine()._lease_end(), runnable_since=now
+            lease_owner="dead", lease_expires_at=Lease(timezone.now).until(), runnable_since=now
         )
         assert deadlines.requeue_stalled(now=now + timedelta(seconds=6)) == 0
         assert deadlines.requeue_stalled(now=now + timedelta(seconds=16)) == 1
