@@ -136,7 +136,7 @@ def settled_read(
 def locked_position(model: Any, name: str) -> Any:
     """A fan-out's cursor row (`model`: a name and a position), locked for this transaction.
     A new one starts at the newest event that has surely committed: what came before the
-    fan-out first ran has nowhere to go (webhooks.fanout, slack_approvals.fanout)."""
+    fan-out first ran has nowhere to go (agents.delivery.fanout)."""
     row = model.objects.select_for_update().filter(name=name).first()
     if row is None:
         model.objects.get_or_create(name=name, defaults={"position": page_cursor()})

@@ -148,7 +148,7 @@ fanning = FanOut(
         "suspension__group",
     ),
     make=deliveries_for,
-    enqueue=lambda ids, token: outbox.enqueue(ids),
+    enqueue=outbox.enqueue,
 )
 fan_out = fanning.step
 fan_out_all = fanning.all

@@ -79,7 +79,8 @@ class SlackMessage(models.Model):
 
 class SlackDelivery(models.Model):
     """One event sent to one place in Slack: a new request posted, or its message updated.
-    Retried until it succeeds or the schedule (slack_approvals.outbox.RETRY_SCHEDULE) runs out."""
+    Retried until it succeeds, fails for good, or the schedule
+    (slack_approvals.outbox.RETRY_SCHEDULE) runs out."""
 
     class Action(models.TextChoices):
         POST = "post"  # chat.postMessage, once per request and place
@@ -101,9 +102,11 @@ class SlackDelivery(models.Model):
     dm_user = models.CharField(max_length=150, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
-    # Who may send it: whoever moves next_attempt_at from the past to a lease's end
-    # (slack_approvals.outbox.claim); a worker that dies leaves it due again after the lease.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Who may send it now: the task given this token, or anyone once locked_until has passed
+    # (agents.delivery.outbox), so a killed worker or a lost task delays it but never loses it.
+    lock_token = models.CharField(max_length=32, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

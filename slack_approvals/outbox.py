@@ -1,23 +1,21 @@
-"""Sending: one delivery's call to Slack's Web API, retried on a schedule, each attempt logged.
+"""Sending to Slack: one delivery's calls to Slack's Web API. The claim, the lease, the retry
+schedule and the attempt log are the shared outbox's (agents.delivery.outbox).
 
-A delivery is claimed by a conditional update (its next attempt moved from the past to a
-lease's end), so two tasks for one delivery send it once; a worker that dies leaves it due
-again when the lease ends, and the sweep (enqueue_due) hands it out again. Slack's answer
-decides the rest: success finishes it; a rate limit waits at least its Retry-After; an error
-Slack will repeat (a channel that does not exist, a revoked token) fails it at once; any other
-failure is tried again after the next step of RETRY_SCHEDULE, and fails when it runs out.
-The log keeps Slack's error code and HTTP status, never the token (slack_sdk redacts the
+Slack's answer decides the rest: success finishes a delivery; a rate limit waits at least its
+Retry-After; an error Slack will repeat (a channel that does not exist, a revoked token) is
+permanent and fails it at once; any other failure is tried again after the next step of
+RETRY_SCHEDULE (the retry sent at once with its wait as a countdown), and fails when it runs
+out. The log keeps Slack's error code and HTTP status, never the token (slack_sdk redacts the
 Authorization header from its own debug log too).
 """
 
 import logging
 from datetime import datetime, timedelta
 
-from celery import current_app
-from django.db.models import F
-from django.utils import timezone
 from slack_sdk.errors import SlackApiError
 
+from agents.delivery import outbox as shared
+from agents.delivery.outbox import Result
 from agents.models import Event, Suspension
 from slack_approvals import client, group_message, message
 from slack_approvals.models import SlackAttempt, SlackDelivery, SlackLink, SlackMessage
@@ -40,88 +38,66 @@ PERMANENT = {
     "user_not_found",
 }
 Status = SlackDelivery.Status
+# The shared outbox's outcomes in a delivery's status ("" when it was not this call's).
+WORDS = {"succeeded": Status.SUCCEEDED, "retry": Status.PENDING, "dead-lettered": Status.FAILED}
 
 
 class NotPostedYet(Exception):
     """An update came before its request's message was posted: tried again later."""
 
 
-def enqueue(ids: list[int]) -> None:
-    """Send deliveries to the workers; a broker that is away fails nothing (the sweep)."""
-    try:
-        for pk in ids:
-            current_app.send_task("slack_approvals.tasks.deliver", args=(pk,))
-    except Exception:
-        log.warning("could not enqueue Slack deliveries; the sweep will", exc_info=True)
+class Outbox(shared.Outbox):
+    model = SlackDelivery
+    task = "slack_approvals.tasks.deliver"
+    send_retries = True
+
+    def lease(self) -> timedelta:
+        return LEASE
+
+    def schedule(self) -> list[float]:
+        return list(RETRY_SCHEDULE)
+
+    def load(self, pk: int) -> SlackDelivery:
+        return SlackDelivery.objects.select_related("suspension__thread").get(pk=pk)
+
+    def deliver(self, d: SlackDelivery, now: datetime) -> Result:
+        try:
+            perform(d, now)
+        except SlackApiError as e:
+            code = str(e.response.get("error") or "")
+            return Result(
+                False,
+                status_code=e.response.status_code,
+                error=f"{code or 'error'} (HTTP {e.response.status_code})",
+                permanent=code in PERMANENT,
+                retry_after=int(e.response.headers.get("Retry-After", 0) or 0),
+            )
+        except NotPostedYet:
+            return Result(False, error="the request's message is not posted yet")
+        except Exception as e:  # a connection refused or reset, a timeout: tried again
+            return Result(False, error=f"{type(e).__name__}: {e}")
+        return Result(True)
+
+    def log(self, d: SlackDelivery, number: int, started_at: datetime, result: Result) -> None:
+        SlackAttempt.objects.create(
+            delivery=d,
+            number=number,
+            started_at=started_at,
+            succeeded=result.succeeded,
+            status_code=result.status_code,
+            error=result.error,
+        )
 
 
-def enqueue_due(now: datetime | None = None) -> int:
-    """The sweep: enqueue the pending deliveries whose attempt is due."""
-    now = now or timezone.now()
-    ids = list(
-        SlackDelivery.objects.filter(status=Status.PENDING, next_attempt_at__lte=now)
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:500]
-    )
-    enqueue(ids)
-    return len(ids)
+# No jitter: Slack's schedule is short and a rate limit's Retry-After is kept exactly.
+outbox = Outbox(jitter=lambda: 1.0)
+enqueue = outbox.enqueue
+enqueue_due = outbox.enqueue_due
 
 
-def claim(pk: int, now: datetime) -> SlackDelivery | None:
-    """The delivery, if it is pending and due and this call took it."""
-    won = SlackDelivery.objects.filter(
-        pk=pk, status=Status.PENDING, next_attempt_at__lte=now
-    ).update(next_attempt_at=now + LEASE, attempts=F("attempts") + 1)
-    if not won:
-        return None
-    return SlackDelivery.objects.select_related("suspension__thread").get(pk=pk)
-
-
-def send(pk: int, now: datetime | None = None) -> str:
+def send(pk: int, token: str = "") -> str:
     """Attempt one delivery; returns what became of it ("" when it was not this call's)."""
-    now = now or timezone.now()
-    delivery = claim(pk, now)
-    if delivery is None:
-        return ""
-    attempt = SlackAttempt(delivery=delivery, number=delivery.attempts, started_at=now)
-    retry_after = 0
-    try:
-        perform(delivery, now)
-    except SlackApiError as e:
-        attempt.status_code = e.response.status_code
-        code = str(e.response.get("error") or "")
-        attempt.error = f"{code or 'error'} (HTTP {e.response.status_code})"
-        retry_after = int(e.response.headers.get("Retry-After", 0) or 0)
-        permanent = code in PERMANENT
-    except NotPostedYet:
-        attempt.error = "the request's message is not posted yet"
-        permanent = False
-    except Exception as e:  # a connection refused or reset, a timeout: tried again
-        attempt.error = f"{type(e).__name__}: {e}"
-        permanent = False
-    else:
-        attempt.succeeded = True
-        attempt.save()
-        SlackDelivery.objects.filter(pk=pk).update(
-            status=Status.SUCCEEDED, finished_at=timezone.now(), last_error=""
-        )
-        return Status.SUCCEEDED
-    attempt.save()
-    log.warning("Slack delivery %d, attempt %d: %s", pk, attempt.number, attempt.error)
-    if permanent or delivery.attempts > len(RETRY_SCHEDULE):
-        SlackDelivery.objects.filter(pk=pk).update(
-            status=Status.FAILED, finished_at=timezone.now(), last_error=attempt.error
-        )
-        return Status.FAILED
-    delay = max(RETRY_SCHEDULE[delivery.attempts - 1], retry_after)
-    SlackDelivery.objects.filter(pk=pk).update(
-        next_attempt_at=now + timedelta(seconds=delay), last_error=attempt.error
-    )
-    try:
-        current_app.send_task("slack_approvals.tasks.deliver", args=(pk,), countdown=delay)
-    except Exception:
-        log.warning("could not enqueue a Slack retry; the sweep will", exc_info=True)
-    return Status.PENDING
+    return WORDS.get(outbox.send(pk, token), "")
 
 
 def perform(delivery: SlackDelivery, now: datetime) -> None:

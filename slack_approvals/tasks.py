@@ -23,9 +23,10 @@ def fan_out() -> int:
 
 
 @shared_task(**TASK_OPTIONS)
-def deliver(delivery_id: int) -> str:
-    """Attempt one delivery; one that is not due, or done, does nothing."""
-    return outbox.send(delivery_id)
+def deliver(delivery_id: int, token: str = "") -> str:
+    """Attempt one delivery; one that is not due, done, or held by another task does nothing.
+    (A task sent before the lock existed carries no token.)"""
+    return outbox.send(delivery_id, token)
 
 
 @shared_task(ignore_result=True, expires=5)

@@ -14,7 +14,7 @@ from agents import events
 from agents.models import AgentDefinition, Event
 from infra import addresses
 from infra.addresses import url_error
-from webhooks import queue
+from webhooks import outbox
 from webhooks.models import Delivery, Notice, Subscription
 from webhooks.signing import new_secret, secret_error
 
@@ -151,7 +151,7 @@ def replay(
             next_attempt_at=now,
             finished_at=None,
             lock_token=token,
-            locked_until=now + queue.QUEUED_GRACE,
+            locked_until=now + outbox.QUEUED_GRACE,
             updated_at=now,
         )
         subscriptions = sorted(
@@ -172,7 +172,7 @@ def replay(
         if until is not None:
             payload["until"] = until.isoformat()
         events.record(Notice.REPLAYED, actor=user, payload=payload)
-        transaction.on_commit(lambda: queue.enqueue(ids, token))
+        transaction.on_commit(lambda: outbox.enqueue(ids, token))
     return len(ids)
 
 

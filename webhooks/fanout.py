@@ -16,7 +16,7 @@ from django.db.models import Value
 from a2a_server import notifications
 from a2a_server.models import PushNotificationConfig
 from agents.delivery.fanout import FanOut, Nudge
-from webhooks import queue
+from webhooks import outbox
 from webhooks.models import Cursor, Delivery, Subscription
 
 nudges = Nudge("webhooks.tasks.fan_out")
@@ -74,7 +74,11 @@ def deliveries_for(rows: list[dict[str, Any]], now: datetime, token: str) -> lis
         for config in PushNotificationConfig.objects.filter(thread_id__in=threads):
             configs.setdefault(config.thread_id, []).append(config)
     made = []
-    common = {"next_attempt_at": now, "lock_token": token, "locked_until": now + queue.QUEUED_GRACE}
+    common = {
+        "next_attempt_at": now,
+        "lock_token": token,
+        "locked_until": now + outbox.QUEUED_GRACE,
+    }
     for r in rows:
         for s in subscriptions:
             if s.wants(r["type"], r["thread__agent__name"], r["created_at"]):
@@ -104,7 +108,7 @@ fanning = FanOut(
     model=Delivery,
     fields=("thread_id", "thread__agent__name"),
     make=deliveries_for,
-    enqueue=queue.enqueue,
+    enqueue=outbox.enqueue,
 )
 fan_out = fanning.step
 fan_out_all = fanning.all

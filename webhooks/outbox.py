@@ -1,6 +1,7 @@
-"""Sending deliveries: claim one, POST it (signed per Standard Webhooks, or with an A2A push
-config's authentication), record the attempt, then succeed, schedule the retry or dead-letter
-it; a subscription whose deliveries keep dying is disabled and its owner told."""
+"""Sending webhooks: a delivery POSTed (signed per Standard Webhooks, or with an A2A push
+config's authentication) within a deadline. The claim, the lease, the retry schedule and the
+attempt log are the shared outbox's (agents.delivery.outbox); a subscription whose deliveries
+keep dying is disabled and its owner told."""
 
 import asyncio
 import json
@@ -9,7 +10,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,14 +17,15 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from a2a_server import notifications
 from agents import events
+from agents.delivery import outbox as shared
+from agents.delivery.outbox import Result
 from infra import addresses
 from webhooks.models import Attempt, Delivery, Notice, Subscription
-from webhooks.queue import QUEUED_GRACE, enqueue
 from webhooks.signing import signed_headers
 
 log = logging.getLogger(__name__)
@@ -33,47 +34,16 @@ D = Delivery.Status
 RESPONSE_KEPT = 500  # characters of a receiver's answer kept in the log
 ERROR_KEPT = 1000
 USER_AGENT = "approval-gateway-webhooks/1"
+# How long a queued delivery is locked for its task (webhooks.fanout, webhooks.actions).
+QUEUED_GRACE = shared.QUEUED_GRACE
 
 
-def _free(now: datetime) -> Q:
-    return Q(locked_until__isnull=True) | Q(locked_until__lte=now)
-
-
-def enqueue_due(now: datetime | None = None, limit: int = 500) -> int:
-    """Enqueue the pending deliveries whose attempt is due and that nobody holds: retries, and
-    deliveries whose task was lost or whose worker died mid-attempt. Returns how many."""
-    now = now or timezone.now()
-    due = (
-        Delivery.objects.filter(status=D.PENDING, next_attempt_at__lte=now)
-        .filter(_free(now))
-        .filter(Q(subscription__isnull=True) | Q(subscription__enabled=True))
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    ids = list(due)
-    if not ids:
-        return 0
-    token = uuid.uuid4().hex
-    Delivery.objects.filter(pk__in=ids, status=D.PENDING).filter(_free(now)).update(
-        lock_token=token, locked_until=now + QUEUED_GRACE
-    )
-    taken = list(Delivery.objects.filter(pk__in=ids, lock_token=token).values_list("pk", flat=True))
-    enqueue(taken, token)
-    return len(taken)
-
-
-@dataclass(frozen=True)
-class Response:
-    succeeded: bool
-    status_code: int | None = None
-    response_ms: int | None = None
-    error: str = ""
-    body: str = ""
-
-
-class Outbox:
+class Outbox(shared.Outbox):
     """Sends one delivery at a time. The clock, the jitter and the HTTP transport are
     injectable; by default the real ones."""
+
+    model = Delivery
+    task = "webhooks.tasks.deliver"
 
     def __init__(
         self,
@@ -81,9 +51,8 @@ class Outbox:
         transport: httpx.AsyncBaseTransport | None = None,
         jitter: Callable[[], float] = lambda: random.uniform(0.75, 1.25),
     ) -> None:
-        self.clock = clock
+        super().__init__(clock, jitter)
         self.transport = transport
-        self.jitter = jitter
 
     def lease(self) -> timedelta:
         """How long an attempt holds its delivery: past it, the sweep lets another worker try
@@ -92,29 +61,63 @@ class Outbox:
         receiver's name before it and record the attempt after it."""
         return timedelta(seconds=settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS + 5)
 
-    def send(self, delivery_id: int, token: str) -> str:
-        """Attempt the delivery if it is still due and this task may take it; what happened."""
-        now = self.clock()
-        mine = uuid.uuid4().hex
-        claimed = (
-            Delivery.objects.filter(pk=delivery_id, status=D.PENDING, next_attempt_at__lte=now)
-            .filter(Q(lock_token=token) | _free(now))
-            .update(lock_token=mine, locked_until=now + self.lease())
-        )
-        if claimed != 1:
-            return "taken"  # done, not due, or another task holds it
-        d = Delivery.objects.select_related("event", "subscription", "push_config").get(
-            pk=delivery_id
-        )
-        if d.subscription is not None and not d.subscription.enabled:
-            # It waits, pending, for the subscription to be enabled again.
-            Delivery.objects.filter(pk=d.pk, lock_token=mine).update(
-                lock_token="", locked_until=None
-            )
-            return "disabled"
+    def schedule(self) -> list[float]:
+        return list(settings.WEBHOOKS_RETRY_SCHEDULE)
+
+    def load(self, pk: int) -> Delivery:
+        return Delivery.objects.select_related("event", "subscription", "push_config").get(pk=pk)
+
+    def held(self, d: Delivery) -> str:
+        # It waits, pending, for the subscription to be enabled again.
+        return "disabled" if d.subscription is not None and not d.subscription.enabled else ""
+
+    def due(self) -> Q:
+        return Q(subscription__isnull=True) | Q(subscription__enabled=True)
+
+    def failures(self, d: Delivery) -> int:
+        # Failed attempts since the delivery was made or last replayed (webhooks.actions).
+        return d.retries
+
+    def fields(self, d: Delivery, result: Result) -> dict[str, Any]:
+        return {
+            "retries": d.retries + (0 if result.succeeded else 1),
+            "last_status_code": result.status_code,
+            "last_response_ms": result.response_ms,
+            "updated_at": self.clock(),
+        }
+
+    def deliver(self, d: Delivery, now: datetime) -> Result:
         url, body, headers = self.request_for(d, now)
-        response = self.post(url, body, headers)
-        return self.record(d, mine, now, response)
+        return self.post(url, body, headers)
+
+    def log(self, d: Delivery, number: int, started_at: datetime, result: Result) -> None:
+        Attempt.objects.create(
+            delivery=d,
+            number=number,
+            started_at=started_at,
+            succeeded=result.succeeded,
+            status_code=result.status_code,
+            response_ms=result.response_ms,
+            error=result.error,
+            response_body=result.body,
+        )
+
+    def ending(self, d: Delivery) -> None:
+        if d.subscription_id is not None:
+            # disable_if_failing locks the subscription; take it before the delivery's row,
+            # in the order deleting a subscription takes them, so the two cannot deadlock.
+            lock_subscription(d.subscription_id)
+
+    def ended(self, d: Delivery, now: datetime, result: Result) -> None:
+        log.warning(
+            "webhook delivery %s to %s dead-lettered after %d attempts: %s",
+            d.webhook_id,
+            d.receiver_url,
+            d.attempts + 1,
+            result.error,
+        )
+        if d.subscription_id is not None:
+            disable_if_failing(d.subscription_id, now)
 
     def request_for(self, d: Delivery, now: datetime) -> tuple[str, str, dict[str, str]]:
         """URL, body and headers of the delivery's POST."""
@@ -130,14 +133,14 @@ class Outbox:
         )
         return d.push_config.url, body, notifications.push_headers(d.push_config)
 
-    def post(self, url: str, body: str, headers: dict[str, str]) -> Response:
+    def post(self, url: str, body: str, headers: dict[str, str]) -> Result:
         """POST to the address the URL's host resolves to, after the address check; no
         redirects (a redirect could point inside); each timeout WEBHOOKS_TIMEOUT_SECONDS, and
         the whole POST at most WEBHOOKS_DELIVERY_TIMEOUT_SECONDS (a failed attempt past it)."""
         try:
             target = addresses.target(url)
         except addresses.Refused as e:
-            return Response(False, error=f"Refused: {e}")
+            return Result(False, error=f"Refused: {e}")
         headers = {**headers, "User-Agent": USER_AGENT, "Host": target.host_header}
         extensions = {"sni_hostname": target.sni_hostname} if target.sni_hostname else {}
         # httpx's timeouts are per phase (connect, each read, each write): a receiver that
@@ -150,7 +153,7 @@ class Outbox:
 
     async def _post(
         self, url: str, body: str, headers: dict[str, str], extensions: dict[str, Any]
-    ) -> Response:
+    ) -> Result:
         started = time.monotonic()
         limit = settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS
         status: int | None = None
@@ -173,71 +176,13 @@ class Outbox:
                         await r.aclose()
         except TimeoutError:
             error = f"DeliveryTimeout: no whole answer within {limit:g} s"
-            return Response(False, status, _ms(started), error)
+            return Result(False, status, _ms(started), error)
         except (httpx.HTTPError, httpx.InvalidURL) as e:
-            return Response(False, status, _ms(started), f"{type(e).__name__}: {e}"[:ERROR_KEPT])
+            return Result(False, status, _ms(started), f"{type(e).__name__}: {e}"[:ERROR_KEPT])
         ms = _ms(started)
         if 200 <= r.status_code < 300:
-            return Response(True, r.status_code, ms, "", text)
-        return Response(False, r.status_code, ms, f"HTTP {r.status_code}", text)
-
-    def record(self, d: Delivery, mine: str, started_at: datetime, response: Response) -> str:
-        """The attempt in the log, and the delivery's next state, in one transaction. If the
-        lease ran out and another task took the delivery, only the attempt is written."""
-        now = self.clock()
-        schedule = settings.WEBHOOKS_RETRY_SCHEDULE
-        retries = d.retries + (0 if response.succeeded else 1)
-        fields: dict[str, Any] = {
-            "attempts": F("attempts") + 1,
-            "retries": retries,
-            "last_status_code": response.status_code,
-            "last_response_ms": response.response_ms,
-            "last_error": response.error,
-            "lock_token": "",
-            "locked_until": None,
-            "updated_at": now,
-        }
-        if response.succeeded:
-            outcome = "succeeded"
-            fields.update(status=D.SUCCEEDED, finished_at=now, next_attempt_at=None)
-        elif retries <= len(schedule):
-            outcome = "retry"
-            wait = schedule[retries - 1] * self.jitter()
-            fields.update(next_attempt_at=now + timedelta(seconds=wait))
-        else:
-            outcome = "dead-lettered"
-            fields.update(status=D.FAILED, finished_at=now, next_attempt_at=None)
-        with transaction.atomic():
-            if outcome == "dead-lettered" and d.subscription_id is not None:
-                # disable_if_failing locks the subscription; take it before the delivery's row,
-                # in the order deleting a subscription takes them, so the two cannot deadlock.
-                lock_subscription(d.subscription_id)
-            n = Delivery.objects.filter(pk=d.pk, lock_token=mine, status=D.PENDING).update(**fields)
-            # A delivery deleted meanwhile (its subscription or push config went) logs nothing.
-            if n == 1 or Delivery.objects.filter(pk=d.pk).exists():
-                Attempt.objects.create(
-                    delivery=d,
-                    number=d.attempts + 1,
-                    started_at=started_at,
-                    succeeded=response.succeeded,
-                    status_code=response.status_code,
-                    response_ms=response.response_ms,
-                    error=response.error,
-                    response_body=response.body,
-                )
-            if n != 1:
-                return "superseded"
-            if outcome == "dead-lettered":
-                log.warning(
-                    "webhook delivery %s to %s dead-lettered after %d attempts: %s",
-                    d.webhook_id,
-                    d.receiver_url,
-                    d.attempts + 1,
-                    response.error,
-                )
-                if d.subscription_id is not None:
-                    disable_if_failing(d.subscription_id, now)
-        return outcome
+            return Result(True, r.status_code, ms, "", text)
+        return Result(False, r.status_code, ms, f"HTTP {r.status_code}", text)
 
 
 async def _start_of(r: httpx.Response) -> str:
@@ -326,6 +271,8 @@ def tell_owner(s: Subscription, reason: str) -> None:
 
 
 outbox = Outbox()
+enqueue = outbox.enqueue
+enqueue_due = outbox.enqueue_due
 
 
 def hold_deliveries(sender: Any, instance: Any, **kwargs: Any) -> None:

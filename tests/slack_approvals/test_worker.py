@@ -27,7 +27,7 @@ class SlackWorkerTestCase:
         self.slack = slack
         SlackLink.objects.create(user=users["reviewer"], slack_user_id="U0ALICE")
         # The cursor is made now, before the run: a new one starts at the events settled by
-        # then (slack_approvals.fanout._cursor), as in tests/webhooks/test_delivery_worker.py.
+        # then (agents.cursor.locked_position), as in tests/webhooks/test_delivery_worker.py.
         fanout.fan_out()
 
     def test_a_click_approves_the_worker_resumes_and_the_message_is_updated(self) -> None:

@@ -33,7 +33,7 @@ def subscribe(admin: Any, url: str, **fields: Any) -> dict[str, Any]:
     r = admin.post("/api/webhooks", {"url": url, **fields})
     assert r.status_code == 201, r.content
     # The fan-out's cursor (its row is gone with each test's tables) is made now, before the
-    # run: a new cursor starts at the events settled by then (webhooks.fanout._cursor), and
+    # run: a new cursor starts at the events settled by then (agents.cursor.locked_position), and
     # the worker's first fan-out, queued behind the last test's slow deliveries, came too late
     # for the run's first events once (CI on PostgreSQL).
     fanout.fan_out()

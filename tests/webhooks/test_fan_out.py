@@ -12,7 +12,7 @@ from django.utils import timezone
 from a2a_server.models import PushNotificationConfig
 from agents import events, starting
 from agents.models import AgentDefinition, Event, Thread
-from webhooks import fanout, outbox, queue
+from webhooks import fanout, outbox
 from webhooks.models import Cursor, Delivery, Subscription
 
 
@@ -88,7 +88,7 @@ class FanOutTestCase:
         # Enqueued at once after commit, so the sweep leaves it alone for a while...
         assert outbox.enqueue_due() == 0
         # ...and enqueues it again once nobody has taken it for QUEUED_GRACE.
-        later = timezone.now() + queue.QUEUED_GRACE + timedelta(seconds=1)
+        later = timezone.now() + outbox.QUEUED_GRACE + timedelta(seconds=1)
         assert outbox.enqueue_due(now=later) == 2
         d2 = Delivery.objects.get(pk=d.pk)
         assert d2.lock_token != d.lock_token and d2.locked_until > later
