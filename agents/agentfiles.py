@@ -141,8 +141,10 @@ def parse(
                 raise AgentFileError(
                     f"{where}: tool_overrides names '{tool_name}', which is not in its tools"
                 )
+            tool = tools.get(tool_name)
+            assert tool is not None  # every name in `names` is a known tool (checked above)
             try:
-                tools.get(tool_name).with_overrides(override or {})
+                tool.with_overrides(override or {})
             except (ValueError, TypeError) as e:
                 problem = str(e).removeprefix(f"{tool_name}: ")
                 raise AgentFileError(f"{where}: tool_overrides.{tool_name}: {problem}") from e

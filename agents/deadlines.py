@@ -2,7 +2,7 @@
 
 import time
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.conf import settings
@@ -144,12 +144,16 @@ def due_soon(
 ) -> list[tuple[UUID, datetime]]:
     """Pending suspensions whose deadline falls in the coming `within`: (id, expires_at)."""
     now = now or timezone.now()
-    return list(
-        Suspension.objects.filter(
-            status=S.PENDING, expires_at__gt=now, expires_at__lte=now + within
-        )
-        .order_by("expires_at")
-        .values_list("pk", "expires_at")[:limit]
+    # expires_at is not null in these rows (filtered so).
+    return cast(
+        "list[tuple[UUID, datetime]]",
+        list(
+            Suspension.objects.filter(
+                status=S.PENDING, expires_at__gt=now, expires_at__lte=now + within
+            )
+            .order_by("expires_at")
+            .values_list("pk", "expires_at")[:limit]
+        ),
     )
 
 
@@ -193,6 +197,6 @@ def requeue_stalled(now: datetime | None = None, limit: int = 200) -> int:
                 )
         for pk, _ in rows:
             dispatch.enqueue_thread(pk)
-        for pk, _ in lanes:
-            dispatch.enqueue_instance(pk)
+        for frame_id, _ in lanes:
+            dispatch.enqueue_instance(frame_id)
     return len(rows) + len(lanes)

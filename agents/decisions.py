@@ -116,6 +116,7 @@ def decide(
         # The row as the update left it, without reading it back: the locked row it changed
         # (`won` means it was pending, so `locked` is that row), given the fields it wrote
         # before the receipt was signed.
+        assert locked is not None
         current = locked
         events.record(
             Event.Type.SUSPENSION_DECIDED,

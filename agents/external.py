@@ -188,9 +188,11 @@ def raise_request(
             presentation=shown,
             **decided,
         )
-        if auto is not None or by_grant is not None:
-            # Under the thread's lock (taken above, or the thread is new in this transaction).
-            receipts.issue(s, auto.decider() if auto else by_grant.decider())
+        # Under the thread's lock (taken above, or the thread is new in this transaction).
+        if auto is not None:
+            receipts.issue(s, auto.decider())
+        elif by_grant is not None:
+            receipts.issue(s, by_grant.decider())
         s.save(force_insert=True)
         where = {"frame": agent.name, "depth": 0, "external_run_id": request.run_id}
         payload = {**suspension_payload(s), **where}

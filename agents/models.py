@@ -1,6 +1,7 @@
 """The engine's rows: agent definitions, threads, stack frames, suspensions and events."""
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -104,6 +105,10 @@ class AgentVersion(models.Model):
 
 
 class Thread(models.Model):
+    # What agents.starting.start_thread wrote (the first frame and THREAD_STARTED), on the
+    # instance it returns so an answer need not read them back: not a column.
+    started: tuple[Any, Any]
+
     class Status(models.TextChoices):
         RUNNING = "running"
         SUSPENDED = "suspended"
@@ -426,7 +431,7 @@ class Suspension(models.Model):
         (agents.policy.of, agents.presentation.payload)."""
         return registry.get(self.tool_name)
 
-    def outcome(self) -> dict:
+    def outcome(self) -> dict[str, Any]:
         """The recorded decision, as the API reports it."""
         return {
             "status": self.status,
@@ -589,7 +594,7 @@ class Event(models.Model):
     def __str__(self) -> str:
         return f"#{self.id} {self.type}"
 
-    def as_message(self) -> dict:
+    def as_message(self) -> dict[str, Any]:
         """The shape of an event on the socket and in GET /api/events, docs/events.md (the actor's
         name is kept on the row, so it outlives the user)."""
         return {

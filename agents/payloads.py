@@ -24,7 +24,8 @@ def ladder_payload(s: Suspension) -> dict[str, Any]:
     return {
         "reminders": list(s.reminders),
         "reminders_sent": s.reminders_sent,
-        "next_reminder_at": iso(expires - timedelta(seconds=left[0])) if left else None,
+        # `left` is empty without a deadline.
+        "next_reminder_at": iso(expires - timedelta(seconds=left[0])) if expires and left else None,
         "escalate_to": s.escalate_to or None,
         "escalate_at": iso(escalate_at),
         "escalated_at": iso(s.escalated_at),

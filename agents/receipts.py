@@ -59,7 +59,7 @@ def receipt_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def claims_of(s: Suspension, decider: dict[str, Any], seq: int, prev: str | None) -> dict:
+def claims_of(s: Suspension, decider: dict[str, Any], seq: int, prev: str | None) -> dict[str, Any]:
     """What a receipt says of the decided suspension `s` (its fields as the decision set them)."""
     edited = s.modified_args is not None and s.approved is not False
     return {
@@ -117,7 +117,8 @@ def signed(suspension: Suspension, decider: dict[str, Any]) -> tuple[str, int]:
         .values_list("receipt_seq", "receipt")
         .first()
     )
-    seq, prev = (last[0] + 1, receipt_hash(last[1])) if last else (1, None)
+    # receipt_seq is not null in `last` (filtered so); 0 only for the type.
+    seq, prev = ((last[0] or 0) + 1, receipt_hash(last[1])) if last else (1, None)
     token = sign(claims_of(suspension, decider, seq, prev))
     suspension.receipt, suspension.receipt_seq = token, seq
     return token, seq

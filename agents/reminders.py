@@ -98,6 +98,7 @@ def apply_ladder_steps(now: datetime | None = None, limit: int = 500) -> int:
         due_rows = list(rows.filter(pk__in=[pk for pk, _ in found]).order_by("next_step_at"))
         written: list[Event] = []
         for s in due_rows:
+            assert s.expires_at is not None  # a ladder runs only before a deadline
             step = ladder.due(s.expires_at, s.reminders, s.escalate_before, now)
             sent = max(step.reminders, s.reminders_sent)
             escalate = step.escalate and s.escalated_at is None
@@ -184,7 +185,7 @@ class AlreadyExtended(Exception):
 @dataclass
 class Extended:
     suspension: Suspension
-    old_expires_at: datetime
+    old_expires_at: datetime | None
 
 
 def extend(

@@ -172,12 +172,14 @@ def _holds(cond: dict[str, Any], args: Any) -> bool:
     if op in ORDERING:
         if not _number(found):
             return False
-        return {
-            "<": found < value,
-            "<=": found <= value,
-            ">": found > value,
-            ">=": found >= value,
-        }[op]
+        return bool(
+            {
+                "<": found < value,
+                "<=": found <= value,
+                ">": found > value,
+                ">=": found >= value,
+            }[op]
+        )
     if not _scalar(found):
         return False
     # True == 1 in Python; a rule on a number must not match a boolean, nor the reverse.

@@ -3,10 +3,11 @@
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from django.db import IntegrityError, connections, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from agents import events
@@ -127,7 +128,10 @@ class LiveWriter:
         ON CONFLICT ... DO UPDATE (SQLite since 3.24)."""
         db = connections[LiveText.objects.db]
         meta = LiveText._meta
-        field = meta.get_field
+
+        def field(name: str) -> "Field[Any, Any]":
+            return cast("Field[Any, Any]", meta.get_field(name))
+
         values = [
             field("frame").get_db_prep_save(self.frame_id, db),
             field("thread").get_db_prep_save(self.thread_id, db),

@@ -106,6 +106,7 @@ def binding_fields(
 ) -> dict[str, Any]:
     """The Suspension columns that bind a later decision to what is shown now. `agent`: the
     agent's row as the caller read it in this step, if it has it."""
+    version: int | None
     if agent is not None and agent.name == agent_name:
         version = agent.version
     else:
@@ -175,7 +176,7 @@ def version_state(s: Suspension) -> VersionState:
                 agent_id=agent.pk, version__in=[s.agent_version, current]
             ).values_list("version", "definition")
         )
-        if len(kept) == 2:
+        if len(kept) == 2 and current is not None:
             fields = tuple(changed_fields(kept[s.agent_version], kept[current]))
     return VersionState(s.agent_version, current, tool_changed, fields)
 

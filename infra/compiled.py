@@ -22,7 +22,7 @@ decided suspension.
 import functools
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -162,7 +162,7 @@ class CompiledUpdate:
             return cast(int, cursor.rowcount)
 
 
-def insert(rows: list[Model], using: str = "default") -> None:
+def insert(rows: Sequence[Model], using: str = "default") -> None:
     """Insert `rows` (new instances of one model) in one INSERT ... RETURNING their primary
     keys, a statement written once per model and number of rows; each value is prepared as
     Model.save prepares it (`pre_save`, then `get_db_prep_save`). For hot paths that would

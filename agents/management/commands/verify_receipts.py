@@ -45,7 +45,7 @@ def exported(path: str) -> list[str]:
             found.append(line)
             continue
         if isinstance(row, dict):
-            payload = row.get("payload") if isinstance(row.get("payload"), dict) else {}
+            payload = row["payload"] if isinstance(row.get("payload"), dict) else {}
             token = row.get("receipt") or payload.get("receipt")
             if token:
                 found.append(token)
