@@ -16,6 +16,6 @@ class EmailOptInAdmin(admin.ModelAdmin):
 
 @admin.register(Email)
 class EmailAdmin(ViewOnly, admin.ModelAdmin):
-    list_display = ["created_at", "kind", "to", "subject", "status", "attempts", "sent_at"]
+    list_display = ["created_at", "kind", "to", "subject", "status", "attempts", "finished_at"]
     list_filter = ["kind", "status"]
     search_fields = ["to", "subject", "key"]

@@ -1,4 +1,5 @@
-"""Who wants email, how far the Event table has been read for it, and each email to send."""
+"""Who wants email, how far the Event table has been read for it, each email to send and its
+attempts."""
 
 from django.conf import settings
 from django.db import models
@@ -31,19 +32,19 @@ class EmailOptIn(models.Model):
 
 
 class Cursor(models.Model):
-    """How far notify.outbox.fan_out has read the Event table (one row)."""
+    """How far notify.outbox's fan-out has read the Event table (one row)."""
 
     name = models.CharField(max_length=50, primary_key=True)
-    last_event_id = models.BigIntegerField(default=0)
+    position = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
-        return f"{self.name} at event {self.last_event_id}"
+        return f"{self.name} at event {self.position}"
 
 
 class Email(models.Model):
     """One email to one person about one group of suspensions; made once per event that calls
-    for it (its key), sent by a task, marked sent in the database."""
+    for it (its key), sent by a task (agents.delivery.outbox), marked sent in the database."""
 
     class Kind(models.TextChoices):
         REQUEST = "request"
@@ -72,24 +73,40 @@ class Email(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     # The earliest the next attempt may be made (a failed attempt waits before the next).
-    next_try_at = models.DateTimeField()
-    # When a send task was last queued: the sweep queues one again if it is still unsent.
-    enqueued_at = models.DateTimeField(null=True, blank=True)
-    # A sender holds it until then; one killed mid-send lets it go by itself.
-    claimed_until = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Who may send it now: the task given this token, or anyone once locked_until has passed,
+    # so a sender killed mid-send, or a lost task, delays it but never loses it.
+    lock_token = models.CharField(max_length=32, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    sent_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)  # sent, or failed for good
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["key", "to"], name="email_per_recipient")]
         indexes = [
-            # notify.outbox.requeue_unsent: unsent emails whose next attempt is due.
+            # notify.outbox.enqueue_due: unsent emails whose next attempt is due.
             models.Index(
-                fields=["next_try_at"], name="email_unsent_idx", condition=Q(status="pending")
+                fields=["next_attempt_at"], name="email_unsent_idx", condition=Q(status="pending")
             )
         ]
 
     def __str__(self) -> str:
         return f"{self.kind} to {self.to} ({self.status})"
+
+
+class EmailAttempt(models.Model):
+    """One handing of an email to the SMTP server, as the log shows it."""
+
+    email = models.ForeignKey(Email, models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    succeeded = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of {self.email_id}"

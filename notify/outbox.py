@@ -1,39 +1,35 @@
-"""From events to emails: read the Event table, make one Email row per person and group of
-suspensions, and send each once.
+"""Email's deliveries: which events make which emails (one per person and group of
+suspensions), and an email handed to Django's email backend.
 
-fan_out keeps a cursor over the Event table (the engine never waits for email) and steps over a
-missing event id only once it is settled (agents.cursor), so an event committed out of id
-order is not passed by. Each Email row is made in the transaction that moves the cursor, and
-its key makes it once per recipient however often a batch is read. send claims a row by a
-conditional update, sends it with Django's email backend and marks it sent: a sender killed
-between the two leaves the claim to run out, and the row is sent once more.
+The cursor over the Event table, the fan-out's transaction, the claim with a lease, the retry
+schedule and the attempt log are the outbox's under the channels (agents.delivery): each Email
+row is made in the transaction that moves the cursor, and its key makes it once per recipient
+however often a batch is read; a sender killed between the send and the mark leaves the lease
+to run out, and the row is sent once more.
 """
 
 import logging
 import smtplib
 import time
-from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.mail import EmailMessage
-from django.db import transaction
-from django.db.models import F, Q, QuerySet
-from django.utils import timezone
+from django.db.models import Q, QuerySet
 
-from agents.cursor import contiguous, gap_horizon
+from agents.delivery import outbox as shared
+from agents.delivery.fanout import BATCH, FanOut
+from agents.delivery.outbox import Result
 from agents.models import Event, Suspension
 from notify import compose
-from notify.models import Cursor, Email, EmailOptIn
+from notify.models import Cursor, Email, EmailAttempt, EmailOptIn
 
 log = logging.getLogger(__name__)
 
 CURSOR = "email"
-BATCH = 500
 KINDS = {
     Event.Type.AGENT_SUSPENDED: Email.Kind.REQUEST,
     Event.Type.SUSPENSION_REMINDER: Email.Kind.REMINDER,
@@ -41,8 +37,6 @@ KINDS = {
 }
 # How long a sender holds an email: far longer than an SMTP exchange (EMAIL_TIMEOUT per step).
 CLAIM = timedelta(seconds=60)
-# A queued send task not taken this long is queued again (a lost broker message).
-REQUEUE_AFTER = timedelta(seconds=30)
 # After the n-th failed attempt the next waits RETRY_WAITS[n-1]; then the email has failed.
 RETRY_WAITS = (
     timedelta(seconds=30),
@@ -80,44 +74,24 @@ def in_group(name: str) -> QuerySet:
     return deciders().filter(groups__name=name)
 
 
-def fan_out(now: datetime | None = None, limit: int = BATCH) -> tuple[int, list[int]]:
-    """Make the emails the events after the cursor call for; returns how many events it read
-    past and the new emails' ids, queued for sending once the cursor's move commits."""
-    now = now or timezone.now()
-    # Most sweeps find nothing new: say so without a write transaction (on SQLite every
-    # transaction here takes the database's write lock).
-    at = Cursor.objects.filter(name=CURSOR).values_list("last_event_id", flat=True).first()
-    if at is not None and not Event.objects.filter(id__gt=at).exists():
-        return 0, []
-    with transaction.atomic():
-        cursor, _ = Cursor.objects.select_for_update().get_or_create(name=CURSOR)
-        horizon = gap_horizon()  # before the rows are read (agents.cursor)
-        rows = Event.objects.filter(id__gt=cursor.last_event_id).order_by("id")
-        pairs = list(rows.values_list("id", "created_at")[:limit])
-        taken, _ = contiguous(cursor.last_event_id, pairs, horizon, _pair, now)
-        last = taken[-1][0] if taken else cursor.last_event_id
-        if last == cursor.last_event_id:
-            return 0, []
-        kinds = list(KINDS)
-        if not EmailOptIn.objects.exists():
-            # A new request's email goes only to those who opted in: with nobody opted in,
-            # its events need no reading (most gateways; each read costs several queries).
-            kinds.remove(Event.Type.AGENT_SUSPENDED)
-        wanted = Event.objects.filter(
-            id__gt=cursor.last_event_id, id__lte=last, type__in=kinds
-        ).select_related("suspension")
-        made: list[int] = []
-        for event in wanted.order_by("id"):
-            if event.suspension is not None:
-                made.extend(_emails_for(event, now))
-        passed = last - cursor.last_event_id
-        cursor.last_event_id = last
-        cursor.save(update_fields=["last_event_id", "updated_at"])
-        transaction.on_commit(lambda: enqueue(made))
-    return passed, made
+def emails_for(rows: list[dict[str, Any]], now: datetime, token: str) -> list[Email]:
+    """The emails these events call for (agents.delivery.fanout's `make`)."""
+    kinds = set(KINDS)
+    if not EmailOptIn.objects.exists():
+        # A new request's email goes only to those who opted in: with nobody opted in,
+        # its events need no reading (most gateways; each read costs several queries).
+        kinds.discard(Event.Type.AGENT_SUSPENDED)
+    wanted = [r["id"] for r in rows if r["type"] in kinds and r["suspension_id"]]
+    if not wanted:
+        return []
+    made: list[Email] = []
+    keys: set[str] = set()
+    for event in Event.objects.filter(id__in=wanted).select_related("suspension").order_by("id"):
+        made.extend(_emails_for(event, now, keys))
+    return made
 
 
-def _emails_for(event: Event, now: datetime) -> list[int]:
+def _emails_for(event: Event, now: datetime, keys: set[str]) -> list[Email]:
     s = event.suspension
     kind = KINDS[event.type]
     p = event.payload
@@ -134,8 +108,9 @@ def _emails_for(event: Event, now: datetime) -> list[int]:
     else:
         key = f"escalation:{s.group}:{s.escalate_to}"
         audiences.append((compose.IN_GROUP, in_group(s.escalate_to)))
-    if Email.objects.filter(key=key).exists():
-        return []  # another call of the group (or an earlier read) made it
+    if key in keys or Email.objects.filter(key=key).exists():
+        return []  # another call of the group (in this batch or an earlier one) made it
+    keys.add(key)
     recipients: dict[str, tuple[Any, str]] = {}
     for why, people in audiences:
         for user in people.order_by("pk"):
@@ -144,115 +119,98 @@ def _emails_for(event: Event, now: datetime) -> list[int]:
         return []
     group = list(Suspension.objects.filter(group=s.group).order_by("created_at", "id"))
     texts = {why: compose.message(kind, group, event, now, why) for why, _ in audiences}
-    rows = Email.objects.bulk_create(
-        [
-            Email(
-                key=key,
-                to=address,
-                user=user,
-                kind=kind,
-                thread_id=s.thread_id,
-                group=s.group,
-                event=event,
-                subject=texts[why][0],
-                body=texts[why][1],
-                next_try_at=now,
-                enqueued_at=now,
-            )
-            for address, (user, why) in recipients.items()
-        ]
-    )
-    return [e.pk for e in rows]
-
-
-def enqueue(ids: Iterable[int]) -> None:
-    """Queue a send task per email. A broker that is away loses nothing: the row stays
-    pending, and requeue_unsent queues it again."""
-    for pk in ids:
-        try:
-            # By name: notify.tasks imports this module, and sending does not finalize the
-            # Celery app in a web process (as webhooks.queue.enqueue sends).
-            current_app.send_task("notify.tasks.send_email", args=(pk,))
-        except Exception:
-            log.warning("could not queue email %s; the sweep queues it again", pk, exc_info=True)
-            return
-
-
-def requeue_unsent(now: datetime | None = None, limit: int = 200) -> int:
-    """Queue again the emails that are due but not sent: a lost task, a sender killed
-    mid-send (its claim ran out), or a failed attempt whose wait is over."""
-    now = now or timezone.now()
-    due = list(
-        Email.objects.filter(status=Email.Status.PENDING, next_try_at__lte=now)
-        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=now - REQUEUE_AFTER))
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .order_by("next_try_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    if due:
-        Email.objects.filter(pk__in=due).update(enqueued_at=now)
-        enqueue(due)
-    return len(due)
-
-
-def send(pk: int, now: datetime | None = None) -> bool:
-    """Send one email if it is still due and nobody else is sending it; True if sent."""
-    now = now or timezone.now()
-    claimed = (
-        Email.objects.filter(pk=pk, status=Email.Status.PENDING, next_try_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-        .update(claimed_until=now + CLAIM, attempts=F("attempts") + 1)
-    )
-    if not claimed:
-        return False
-    email = Email.objects.get(pk=pk)
-    # Nothing left for a person to decide: every request of the group was decided, or was
-    # ignored (closed for people, agents.decisions.ignore) after the email was made.
-    open_requests = Suspension.objects.filter(
-        group=email.group, status=Suspension.Status.PENDING, ignored_at__isnull=True
-    )
-    if not open_requests.exists():
-        Email.objects.filter(pk=pk).update(status=Email.Status.SKIPPED, claimed_until=None)
-        return False
-    message = EmailMessage(
-        subject=email.subject,
-        body=email.body,
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        to=[email.to],
-        # RFC 3834: an automatic message; vacation responders do not answer it.
-        headers={"Auto-Submitted": "auto-generated", "X-Gateway-Email": str(email.pk)},
-    )
-    try:
-        message.send()
-    except (smtplib.SMTPException, OSError) as e:
-        failed = email.attempts > len(RETRY_WAITS)
-        wait = RETRY_WAITS[min(email.attempts, len(RETRY_WAITS)) - 1]
-        Email.objects.filter(pk=pk).update(
-            status=Email.Status.FAILED if failed else Email.Status.PENDING,
-            next_try_at=now + wait,
-            claimed_until=None,
-            last_error=f"{type(e).__name__}: {e}"[:2000],
+    return [
+        Email(
+            key=key,
+            to=address,
+            user=user,
+            kind=kind,
+            thread_id=s.thread_id,
+            group=s.group,
+            event=event,
+            subject=texts[why][0],
+            body=texts[why][1],
+            next_attempt_at=now,
         )
-        log.warning("email %s to %s: attempt %s failed: %s", pk, email.to, email.attempts, e)
-        return False
-    Email.objects.filter(pk=pk).update(
-        status=Email.Status.SENT, sent_at=timezone.now(), claimed_until=None, last_error=""
-    )
-    return True
+        for address, (user, why) in recipients.items()
+    ]
+
+
+class Outbox(shared.Outbox):
+    model = Email
+    attempt_model = EmailAttempt
+    attempt_of = "email"
+    task = "notify.tasks.send_email"
+    succeeded = Email.Status.SENT
+
+    def lease(self) -> timedelta:
+        return CLAIM
+
+    def schedule(self) -> list[float]:
+        return [wait.total_seconds() for wait in RETRY_WAITS]
+
+    def held(self, email: Email) -> str:
+        # Nothing left for a person to decide: every request of the group was decided, or
+        # was ignored (closed for people, agents.decisions.ignore) after the email was made.
+        open_requests = Suspension.objects.filter(
+            group=email.group, status=Suspension.Status.PENDING, ignored_at__isnull=True
+        )
+        if open_requests.exists():
+            return ""
+        Email.objects.filter(pk=email.pk).update(status=Email.Status.SKIPPED)
+        return Email.Status.SKIPPED
+
+    def deliver(self, email: Email, now: datetime) -> Result:
+        message = EmailMessage(
+            subject=email.subject,
+            body=email.body,
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            to=[email.to],
+            # RFC 3834: an automatic message; vacation responders do not answer it.
+            headers={"Auto-Submitted": "auto-generated", "X-Gateway-Email": str(email.pk)},
+        )
+        try:
+            message.send()
+        except (smtplib.SMTPException, OSError) as e:
+            return Result(False, error=f"{type(e).__name__}: {e}")
+        return Result(True)
+
+
+# No jitter: a wait of RETRY_WAITS is what the reviewer's email is late by at most.
+outbox = Outbox(jitter=lambda: 1.0)
+enqueue = outbox.enqueue
+enqueue_due = outbox.enqueue_due
+fanning = FanOut(
+    cursor=Cursor,
+    model=Email,
+    fields=("suspension_id",),
+    make=emails_for,
+    enqueue=enqueue,
+    name=CURSOR,
+)
+
+
+def fan_out(now: datetime | None = None) -> tuple[int, list[int]]:
+    """Make the emails the events after the cursor call for; returns how many events it read
+    past and the new emails' ids, queued for sending once the cursor's move commits."""
+    step = fanning.step(now)
+    return step.passed, step.made
+
+
+def send(pk: int, now: datetime | None = None, token: str = "") -> bool:
+    """Send one email if it is still due and nobody else is sending it; True if sent."""
+    box = outbox if now is None else Outbox(clock=lambda: now, jitter=lambda: 1.0)
+    return box.send(pk, token) == "succeeded"
 
 
 def dispatch(budget: float = 2.0) -> dict[str, Any]:
     """One sweep: new events to emails until caught up (or `budget` seconds), then the
-    emails to try again."""
+    emails due again to the queue."""
     started = time.monotonic()
     made = 0
     while True:
-        passed, batch = fan_out()
-        made += len(batch)
-        if passed < BATCH or time.monotonic() - started > budget:
+        step = fanning.step()
+        made += len(step.made)
+        if step.passed < BATCH or time.monotonic() - started > budget:
             break
-    return {"made": made, "requeued": requeue_unsent()}
-
-
-def _pair(row: tuple[int, datetime]) -> tuple[int, datetime]:
-    return row
+    return {"made": made, "requeued": enqueue_due()}

@@ -29,6 +29,7 @@ def dispatch() -> dict[str, Any]:
     retry_backoff=0.2,
     max_retries=5,
 )
-def send_email(email_id: int) -> bool:
-    """Send one email; a duplicate delivery, or one for an email sent or held, does nothing."""
-    return outbox.send(email_id)
+def send_email(email_id: int, token: str = "") -> bool:
+    """Send one email; a duplicate delivery, or one for an email sent or held, does nothing.
+    (A task sent before the lock existed carries no token.)"""
+    return outbox.send(email_id, token=token)

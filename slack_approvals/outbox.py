@@ -48,6 +48,7 @@ class NotPostedYet(Exception):
 
 class Outbox(shared.Outbox):
     model = SlackDelivery
+    attempt_model = SlackAttempt
     task = "slack_approvals.tasks.deliver"
     send_retries = True
 
@@ -77,16 +78,6 @@ class Outbox(shared.Outbox):
         except Exception as e:  # a connection refused or reset, a timeout: tried again
             return Result(False, error=f"{type(e).__name__}: {e}")
         return Result(True)
-
-    def log(self, d: SlackDelivery, number: int, started_at: datetime, result: Result) -> None:
-        SlackAttempt.objects.create(
-            delivery=d,
-            number=number,
-            started_at=started_at,
-            succeeded=result.succeeded,
-            status_code=result.status_code,
-            error=result.error,
-        )
 
 
 # No jitter: Slack's schedule is short and a rate limit's Retry-After is kept exactly.

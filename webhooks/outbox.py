@@ -43,6 +43,7 @@ class Outbox(shared.Outbox):
     injectable; by default the real ones."""
 
     model = Delivery
+    attempt_model = Attempt
     task = "webhooks.tasks.deliver"
 
     def __init__(
@@ -89,18 +90,6 @@ class Outbox(shared.Outbox):
     def deliver(self, d: Delivery, now: datetime) -> Result:
         url, body, headers = self.request_for(d, now)
         return self.post(url, body, headers)
-
-    def log(self, d: Delivery, number: int, started_at: datetime, result: Result) -> None:
-        Attempt.objects.create(
-            delivery=d,
-            number=number,
-            started_at=started_at,
-            succeeded=result.succeeded,
-            status_code=result.status_code,
-            response_ms=result.response_ms,
-            error=result.error,
-            response_body=result.body,
-        )
 
     def ending(self, d: Delivery) -> None:
         if d.subscription_id is not None:

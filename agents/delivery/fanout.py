@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from celery import current_app
 from django.db import models, transaction
@@ -36,6 +36,15 @@ BATCH = 500
 DELAY = 0.1
 
 Row = dict[str, Any]
+
+
+class Step(NamedTuple):
+    """What one step did: the events it passed, whether more may be read at once (it read a
+    full batch), and the ids of the deliveries it made."""
+
+    passed: int
+    more: bool
+    made: list[int]
 
 
 @dataclass(frozen=True)
@@ -60,34 +69,40 @@ class FanOut:
         rows = Event.objects.filter(id__gt=after).order_by("id")
         return list(rows.values("id", "type", "created_at", *self.fields)[: self.batch])
 
-    def step(self, now: datetime | None = None) -> tuple[int, bool]:
+    def step(self, now: datetime | None = None) -> Step:
         """The next batch of settled events gets its deliveries and the cursor moves past it,
-        in one transaction. Returns how many events it passed, and whether more may be read
-        at once (a full batch)."""
+        in one transaction."""
         now = now or timezone.now()
         token = uuid.uuid4().hex
+        # Most sweeps find nothing new: say so without a write transaction (on SQLite every
+        # transaction here takes the database's write lock).
+        rows = self.cursor._default_manager.filter(name=self.name)
+        at = rows.values_list("position", flat=True).first()
+        if at is not None and not Event.objects.filter(id__gt=at).exists():
+            return Step(0, False, [])
+        ids: list[int] = []
         with transaction.atomic():
             # Locked for this transaction; a new cursor starts at the newest settled event
             # (what came before the channel was on has nowhere to go).
             cursor = locked_position(self.cursor, self.name)
-            rows, stopped = settled_read(cursor.position, self.read, _id_and_time)
-            if not rows:
-                return 0, False
-            made = self.model.objects.bulk_create(self.make(rows, now, token))
-            cursor.position = rows[-1]["id"]
+            events, stopped = settled_read(cursor.position, self.read, _id_and_time)
+            if not events:
+                return Step(0, False, [])
+            made = self.model._default_manager.bulk_create(self.make(events, now, token))
+            cursor.position = events[-1]["id"]
             cursor.save(update_fields=["position", "updated_at"])
             if made:
                 ids = [d.pk for d in made]
                 transaction.on_commit(lambda: self.enqueue(ids, token))
-        return len(rows), len(rows) == self.batch and not stopped
+        return Step(len(events), len(events) == self.batch and not stopped, ids)
 
     def all(self, now: datetime | None = None, steps: int = 20) -> int:
         """Steps until the settled events are all fanned out (or `steps` batches were)."""
         passed = 0
         for _ in range(steps):
-            n, more = self.step(now)
-            passed += n
-            if not more:
+            step = self.step(now)
+            passed += step.passed
+            if not step.more:
                 break
         return passed
 

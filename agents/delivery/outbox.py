@@ -12,8 +12,8 @@ written in one transaction; a delivery another task took meanwhile (its lease ra
 only the attempt's row. Tasks are sent by name (`celery.current_app.send_task`), with the
 token: `<task>(pk, token)`.
 
-A channel subclasses `Outbox` with its model, its task's name and schedule, `deliver` (its
-transport's send: a `Result`, permanent or not) and `log` (its attempt's row).
+A channel subclasses `Outbox` with its models (the deliveries, their attempts), its task's
+name and schedule, and `deliver` (its transport's send: a `Result`, permanent or not).
 """
 
 import logging
@@ -58,10 +58,15 @@ class Outbox:
     this call's), "superseded" (another task took it meanwhile), or what `held` says."""
 
     model: ClassVar[type[models.Model]]
+    # The attempt log's model, and the name of its foreign key to the delivery.
+    attempt_model: ClassVar[type[models.Model]]
+    attempt_of: ClassVar[str] = "delivery"
     task: ClassVar[str]  # the send task's name: task(pk, token)
     # After a failed attempt, the retry is sent at once with the wait as its countdown (else
     # the sweep sends it once due).
     send_retries: ClassVar[bool] = False
+    # The status of a delivery that went (email's rows say "sent").
+    succeeded: ClassVar[str] = "succeeded"
 
     def __init__(
         self,
@@ -86,7 +91,8 @@ class Outbox:
         return self.model._default_manager.get(pk=pk)
 
     def held(self, d: Any) -> str:
-        """Why the claimed delivery waits, pending and unsent (its lock let go); "" to send."""
+        """Why the claimed delivery is not sent now (its lock is let go: it waits, pending, or
+        the channel has closed it); "" to send it."""
         return ""
 
     def deliver(self, d: Any, now: datetime) -> Result:
@@ -94,8 +100,20 @@ class Outbox:
         raise NotImplementedError
 
     def log(self, d: Any, number: int, started_at: datetime, result: Result) -> None:
-        """The attempt's row in the channel's attempt log."""
-        raise NotImplementedError
+        """The attempt's row in the channel's attempt log: what of the result its model
+        has columns for."""
+        values = {
+            "number": number,
+            "started_at": started_at,
+            "succeeded": result.succeeded,
+            "error": result.error,
+            "status_code": result.status_code,
+            "response_ms": result.response_ms,
+            "response_body": result.body,
+        }
+        columns = {f.name for f in self.attempt_model._meta.get_fields()}
+        kept = {name: value for name, value in values.items() if name in columns}
+        self.attempt_model._default_manager.create(**{self.attempt_of: d}, **kept)
 
     def failures(self, d: Any) -> int:
         """The delivery's failed attempts so far: its place in the schedule."""
@@ -203,7 +221,7 @@ class Outbox:
         wait = 0.0
         if result.succeeded:
             outcome = "succeeded"
-            fields.update(status="succeeded", finished_at=now, next_attempt_at=None)
+            fields.update(status=self.succeeded, finished_at=now, next_attempt_at=None)
         elif not result.permanent and failures <= len(schedule):
             outcome = "retry"
             wait = max(schedule[failures - 1] * self.jitter(), result.retry_after)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from agents import decisions, reminders
 from agents.models import AgentDefinition, Event, Suspension
 from notify import outbox
-from notify.models import Email, EmailOptIn
+from notify.models import Email, EmailAttempt, EmailOptIn
 from tests.notify.raised import agent_file, emailed, leads, raise_group
 
 
@@ -102,7 +102,7 @@ class RequestEmailTestCase:
         assert outbox.send(pk) is False  # a second delivery of the task
         assert len(self.mailbox.to("alice@example.com")) == 1
         email = Email.objects.get()
-        assert email.attempts == 1 and email.sent_at is not None
+        assert email.attempts == 1 and email.finished_at is not None
 
     def test_arguments_are_plain_text_with_invisible_characters_shown(
         self, load_agents: Any
@@ -207,12 +207,15 @@ class ReminderEmailTestCase:
 
         email = Email.objects.get(pk=pk)
         assert email.status == Email.Status.PENDING and email.attempts == 1
-        assert email.last_error and email.next_try_at > timezone.now()
-        assert outbox.requeue_unsent() == 0  # not before its wait is over
+        assert email.last_error and email.next_attempt_at > timezone.now()
+        assert outbox.enqueue_due() == 0  # not before its wait is over
 
         settings.EMAIL_PORT = good_port
-        assert outbox.send(pk, now=email.next_try_at) is True
+        assert outbox.send(pk, now=email.next_attempt_at) is True
         assert len(self.mailbox.to("alice@example.com")) == 1
+        # Each attempt in the log (agents.delivery.outbox), the refusal's error kept.
+        log = EmailAttempt.objects.filter(email_id=pk).values_list("number", "succeeded", "error")
+        assert list(log) == [(1, False, email.last_error), (2, True, "")]
 
     def test_a_sender_killed_mid_send_leaves_the_email_to_be_sent_once_more(
         self, monkeypatch: pytest.MonkeyPatch
@@ -221,15 +224,23 @@ class ReminderEmailTestCase:
         [pk] = outbox.fan_out()[1]
         # Killed after its claim: the claim runs out and the sweep queues the email again.
         now = timezone.now()
-        Email.objects.filter(pk=pk).update(claimed_until=now + outbox.CLAIM, attempts=1)
-        queued: list[int] = []
-        monkeypatch.setattr(outbox, "enqueue", lambda ids: queued.extend(ids))
+        Email.objects.filter(pk=pk).update(
+            lock_token="killed", locked_until=now + outbox.CLAIM, attempts=1
+        )
+        queued: list[tuple[int, str]] = []
+        monkeypatch.setattr(
+            outbox.outbox, "enqueue", lambda ids, token: queued.extend((i, token) for i in ids)
+        )
 
-        assert outbox.requeue_unsent(now=now + timedelta(seconds=59)) == 0
+        assert outbox.enqueue_due(now=now + timedelta(seconds=59)) == 0
         assert outbox.send(pk, now=now + timedelta(seconds=59)) is False
         later = now + outbox.CLAIM + timedelta(seconds=1)
-        assert outbox.requeue_unsent(now=later) == 1 and queued == [pk]
-        assert outbox.send(pk, now=later) is True
+        assert outbox.enqueue_due(now=later) == 1
+        [(queued_pk, token)] = queued
+        assert queued_pk == pk
+        # The sweep's task holds the email now: a send without its token waits.
+        assert outbox.send(pk, now=later) is False
+        assert outbox.send(pk, now=later, token=token) is True
         assert len(self.mailbox.to("alice@example.com")) == 1
 
     def test_group_members_who_cannot_open_the_thread_are_not_emailed(self) -> None:
