@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db import transaction
 
-from agents import dispatch, events, run_status
+from agents import dispatch, events, run_status, statements
 from agents.checkpoints import Checkpoint
 from agents.leases import Lease
 from agents.models import Event, StackFrame, Suspension, Thread
@@ -155,7 +155,7 @@ class Instances:
         thread's lock, which a finishing instance takes too, so the wake-up is never lost.
         Returns True when they have all finished meanwhile: the loop goes on at once."""
         with transaction.atomic():
-            Thread.objects.select_for_update().filter(pk=step.thread.pk).first()
+            statements.lock_thread(step.thread.pk)
             self.lease.renew(step)
             self.checkpoint.save(step, frame)
             if not StackFrame.objects.filter(
@@ -179,7 +179,7 @@ class Instances:
         now = self.lease.clock()
         text = agent_tools.error_message(error)
         with transaction.atomic():
-            Thread.objects.select_for_update().filter(pk=step.thread.pk).first()
+            statements.lock_thread(step.thread.pk)
             assert step.lane is not None
             lane = StackFrame.objects.filter(pk=step.lane.pk, status=ACTIVE).first()
             if lane is None:
@@ -196,7 +196,7 @@ class Instances:
         assert step.lane is not None
         now = self.lease.clock()
         with transaction.atomic():
-            Thread.objects.select_for_update().filter(pk=step.thread.pk).first()
+            statements.lock_thread(step.thread.pk)
             self.lease.renew(step)
             self.checkpoint.save(step, frame)
             step.close_live()
