@@ -55,7 +55,9 @@ class LadderField(forms.CharField):
             )
         return value
 
-    def to_python(self, value: Any) -> list[int]:
+    # The field's value is the ladder its text says, not the text: a list where CharField
+    # gives a string.
+    def to_python(self, value: Any) -> list[int]:  # type: ignore[override]
         text = super().to_python(value)
         try:
             return list(ladder.parse_reminders(text)) if text else []
@@ -100,6 +102,7 @@ class AgentDefinitionForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # a ModelForm's clean gives its cleaned_data
         if any(key in self.errors for key in ("reminders", "escalate_to", "escalate_at")):
             return data
         try:
