@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.delivery import models as delivery
 from agents.models import AgentDefinition, Event, Thread
 
 
@@ -31,15 +32,8 @@ class EmailOptIn(models.Model):
         return f"{self.user} ← {self.agent or 'every agent'}"
 
 
-class Cursor(models.Model):
+class Cursor(delivery.Cursor):
     """How far notify.outbox's fan-out has read the Event table (one row)."""
-
-    name = models.CharField(max_length=50, primary_key=True)
-    position = models.BigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} at event {self.position}"
 
 
 class Email(models.Model):
@@ -96,17 +90,7 @@ class Email(models.Model):
         return f"{self.kind} to {self.to} ({self.status})"
 
 
-class EmailAttempt(models.Model):
+class EmailAttempt(delivery.Attempt):
     """One handing of an email to the SMTP server, as the log shows it."""
 
     email = models.ForeignKey(Email, models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    succeeded = models.BooleanField(default=False)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["id"]
-
-    def __str__(self) -> str:
-        return f"attempt {self.number} of {self.email_id}"

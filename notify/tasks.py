@@ -4,8 +4,8 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+from agents.delivery.outbox import TASK_OPTIONS
 from notify import outbox
 
 log = logging.getLogger(__name__)
@@ -21,14 +21,7 @@ def dispatch() -> dict[str, Any]:
     return found
 
 
-@shared_task(
-    ignore_result=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=0.2,
-    max_retries=5,
-)
+@shared_task(**TASK_OPTIONS)
 def send_email(email_id: int, token: str = "") -> bool:
     """Send one email; a duplicate delivery, or one for an email sent or held, does nothing.
     (A task sent before the lock existed carries no token.)"""

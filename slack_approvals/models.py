@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from agents.delivery import models as delivery
 from agents.models import Event, Suspension
 
 
@@ -129,32 +130,15 @@ class SlackDelivery(models.Model):
         return f"{self.action} {self.suspension_id} ({self.status})"
 
 
-class SlackAttempt(models.Model):
+class SlackAttempt(delivery.Attempt):
     """One call to Slack's Web API for a delivery, as the log shows it."""
 
     delivery = models.ForeignKey(SlackDelivery, models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    succeeded = models.BooleanField(default=False)
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
-
-    class Meta:
-        ordering = ["id"]
-
-    def __str__(self) -> str:
-        return f"attempt {self.number} of {self.delivery_id}"
 
 
-class SlackCursor(models.Model):
+class SlackCursor(delivery.Cursor):
     """How far the fan-out (slack_approvals.fanout) has read the Event table."""
-
-    name = models.CharField(max_length=50, primary_key=True)
-    position = models.BigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} at {self.position}"
 
 
 class SlackClick(models.Model):

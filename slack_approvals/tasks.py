@@ -1,19 +1,9 @@
 """Celery tasks: fan events out to Slack deliveries, send one, and the sweep over both."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+from agents.delivery.outbox import TASK_OPTIONS
 from slack_approvals import client, fanout, outbox
-
-TASK_OPTIONS = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "ignore_result": True,
-    # The database's transient errors; Slack's are the outbox's to retry and log.
-    "autoretry_for": (OperationalError, InterfaceError),
-    "retry_backoff": 0.2,
-    "max_retries": 5,
-}
 
 
 @shared_task(**TASK_OPTIONS)

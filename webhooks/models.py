@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from a2a_server.models import PushNotificationConfig
+from agents.delivery import models as delivery
 from agents.models import Event
 from webhooks.signing import new_secret
 
@@ -137,32 +138,14 @@ class Delivery(models.Model):
         return receiver.url if receiver is not None else ""
 
 
-class Attempt(models.Model):
+class Attempt(delivery.Attempt):
     """One POST of a delivery, as the log shows it."""
 
     delivery = models.ForeignKey(Delivery, models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
-    started_at = models.DateTimeField()
-    succeeded = models.BooleanField(default=False)
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     response_ms = models.PositiveIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
     response_body = models.TextField(blank=True)  # its start, for the log
 
-    class Meta:
-        ordering = ["id"]
 
-    def __str__(self) -> str:
-        return f"attempt {self.number} of {self.delivery_id}"
-
-
-class Cursor(models.Model):
-    """How far the fan-out has read the Event table (webhooks.fanout): every event up to
-    `position` has its deliveries."""
-
-    name = models.CharField(max_length=50, primary_key=True)
-    position = models.BigIntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} at {self.position}"
+class Cursor(delivery.Cursor):
+    """How far the fan-out has read the Event table (webhooks.fanout)."""

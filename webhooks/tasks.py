@@ -1,20 +1,9 @@
 """Celery tasks: fan events out, send one delivery, and the sweep that catches up on both."""
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
 
+from agents.delivery.outbox import TASK_OPTIONS
 from webhooks import fanout, outbox
-
-TASK_OPTIONS = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "ignore_result": True,
-    # A busy SQLite file, a dropped connection, a deadlock: tried again. A delivery whose POST
-    # went out before the error may go out again; receivers dedupe on webhook-id.
-    "autoretry_for": (OperationalError, InterfaceError),
-    "retry_backoff": 0.2,
-    "max_retries": 5,
-}
 
 
 @shared_task(**TASK_OPTIONS)
