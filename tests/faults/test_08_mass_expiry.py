@@ -25,15 +25,15 @@ FROM generate_series(1, %(count)s) g;
 
 INSERT INTO agents_thread (id, agent_id, status, title, result, error, created_by_id,
     created_by_name, created_at, updated_at, requeues, runnable_since, lease_owner,
-    lease_expires_at, input_prompt, external_run_id)
+    lease_expires_at, input_prompt, external_run_id, running_tool)
 SELECT thread, %(agent)s, 'suspended', 'mass expiry ' || n, '', '', NULL, '',
-    now() - interval '1 hour', now() - interval '1 hour', 0, NULL, '', NULL, '', ''
+    now() - interval '1 hour', now() - interval '1 hour', 0, NULL, '', NULL, '', '', ''
 FROM mass;
 
 INSERT INTO agents_stackframe (thread_id, parent_id, depth, agent_name, agent_type, status,
     instance, requeues, lease_owner, input_tokens, output_tokens, tools_used,
     messages, system_prompt, model, iteration, max_iterations, max_tokens, tools,
-    tool_overrides, parent_tool_use_id, result, created_at, updated_at)
+    tool_overrides, parent_tool_use_id, result, created_at, updated_at, running_tool)
 SELECT thread, NULL, 0, 'pay', 'main', 'active', 0, 0, '', 0, 0, '[]'::jsonb,
     jsonb_build_array(
         jsonb_build_object('role', 'user', 'content', 'mass expiry ' || n),
@@ -42,7 +42,7 @@ SELECT thread, NULL, 0, 'pay', 'main', 'active', 0, 0, '', 0, 0, '[]'::jsonb,
             jsonb_build_object('type', 'tool_use', 'id', tool_use, 'name', 'transfer_funds',
                 'input', %(input)s::jsonb)))),
     '', 'scripted', 1, 10, 4096, '["transfer_funds"]'::jsonb, %(overrides)s::jsonb, '', '',
-    now() - interval '1 hour', now() - interval '1 hour'
+    now() - interval '1 hour', now() - interval '1 hour', ''
 FROM mass;
 
 INSERT INTO agents_suspension (id, thread_id, frame_id, "group", agent_name, lineage,
