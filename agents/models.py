@@ -143,7 +143,7 @@ class Thread(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # The tool the lease holder runs on the main stack, set as it starts and cleared at the
     # checkpoint after it: a cancel meanwhile waits for its result (agents.cancelling).
-    running_tool = models.CharField(max_length=200, blank=True)
+    running_tool = models.CharField(max_length=200, blank=True, default="", db_default="")
     # Waiting for input: what was asked, and when the wait ends (the agent's input timeout).
     input_prompt = models.TextField(blank=True)
     input_expires_at = models.DateTimeField(null=True, blank=True)
@@ -238,7 +238,7 @@ class StackFrame(models.Model):
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     # An instance's Thread.running_tool: the tool its lane's lease holder runs.
-    running_tool = models.CharField(max_length=200, blank=True)
+    running_tool = models.CharField(max_length=200, blank=True, default="", db_default="")
     # The model's token usage in this frame, as the provider reported it.
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
@@ -374,6 +374,14 @@ class Suspension(models.Model):
     # not hold the thread's lock cannot both take the same place and fork the chain.
     receipt = models.TextField(blank=True, default="")
     receipt_seq = models.PositiveIntegerField(null=True, blank=True)
+    # Which tier of review decided it (agents.tiers.Tier: rule, grant, history, model, person,
+    # deadline); empty while pending, and for a cancelled one. A database default too, so a
+    # process of the previous version inserting a row during a rolling upgrade still can.
+    tier = models.CharField(max_length=10, blank=True, default="", db_default="")
+    # What a reviewing model said of it (agents.reviewing): {"model", "mode" (shadow or
+    # decide), "recommendation" (approve, reject or escalate), "reason", "outcome" (recommended,
+    # decided, escalated or failed), "error"}; empty when no model reviewed it.
+    review = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -324,3 +324,43 @@ def pytest_unconfigure(config: Any) -> None:
     import faulthandler
 
     faulthandler.dump_traceback_later(EXIT_GRACE, exit=True, file=sys.__stderr__)
+
+
+# Times a test's flush is tried when PostgreSQL refuses it for a lock (a deadlock or a lock
+# timeout), and the pause between tries.
+FLUSH_TRIES = 5
+FLUSH_PAUSE = 0.5
+
+
+@pytest.fixture(scope="session", autouse=True)
+def flush_that_waits_its_turn() -> Iterator[None]:
+    """A test's flush (one TRUNCATE of every table on PostgreSQL) retried when it meets a lock.
+
+    The worker's gate (tests.worker_gate) keeps tasks out of the flush, but a test's server
+    outlives the test's browser: when a page closes, daphne ends its socket's consumer (a
+    presence release, an audit row) in a transaction of its own, and that transaction met the
+    flush's TRUNCATE in a CI run ("couldn't be flushed", then every later test of that class
+    failed on the rows left over). PostgreSQL breaks such a deadlock by failing one side; the
+    flush, tried again once the other side has committed, removes its rows too. Any other error
+    is raised at once.
+    """
+    from django.core.management.base import CommandError
+    from django.db import OperationalError
+    from django.test import TransactionTestCase
+
+    original = TransactionTestCase._fixture_teardown
+
+    def teardown(self: Any) -> None:
+        for attempt in range(1, FLUSH_TRIES + 1):
+            try:
+                return original(self)
+            except CommandError as error:
+                cause = error.__cause__
+                if not isinstance(cause, OperationalError) or attempt == FLUSH_TRIES:
+                    raise
+                print(f"\nthe flush met a lock ({cause}); again ({attempt})", file=sys.stderr)
+                time.sleep(FLUSH_PAUSE)
+
+    TransactionTestCase._fixture_teardown = teardown  # type: ignore[method-assign]
+    yield
+    TransactionTestCase._fixture_teardown = original  # type: ignore[method-assign]
