@@ -10,14 +10,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The PostgreSQL + Redis setup the second half of `make test` runs against.
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
-# `PARALLEL=2 make test` runs lint, the docs and the two halves of the suite at once, each half in
-# two pytest-xdist processes (each its own test database, data folder, queue and channel prefix:
-# gateway/testenv.py); the fault suite follows, alone. Off by default (0: one at a time, as
-# before) until measured on an idle 2-core machine: on a shared one (load 11 to 18) the halves
-# took 35 and 43 min and the tests that start a whole deployment (`make run`, two machines) ran
-# out of their start-up time.
+# `PARALLEL=1 make test` runs lint, the docs and the two halves of the suite at once, each half
+# one pytest process; `PARALLEL=2` also splits each half over two pytest-xdist processes (each
+# its own test database, data folder, queue and channel prefix: gateway/testenv.py). The fault
+# suite follows, alone. 0 runs them one at a time.
 PARALLEL ?= 0
-XDIST := $(if $(filter 0,$(PARALLEL)),,-n $(PARALLEL))
+XDIST := $(if $(filter 0 1,$(PARALLEL)),,-n $(PARALLEL))
 JOBS := $(if $(filter 0,$(PARALLEL)),1,4)
 # The slowest tests, in CI's output.
 PYTEST := $(PY) -m pytest --durations=25
