@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, locks
 from agents.models import Event, StackFrame, Suspension, Thread
 
 S = Suspension.Status
@@ -80,7 +80,9 @@ def cancel_thread(
     its tools stopped, else left as it is."""
     now = now or timezone.now()
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().get(pk=thread_id)
+        thread = locks.thread(pk=thread_id)
+        if thread is None:
+            raise Thread.DoesNotExist(thread_id)
         if thread.finished:
             raise AlreadyFinished(thread.status)
         if thread.status == CANCELLING:
@@ -117,12 +119,7 @@ def waits_for(thread_id: UUID, owner: str, lane: int | None) -> bool:
     stack (or in the lane `lane`), whose lease it holds: its result is then saved, and
     tool_recorded called, in the same transaction. Locks the thread's row, as the events'
     chain does."""
-    row = (
-        Thread.objects.select_for_update(no_key=True)
-        .filter(pk=thread_id, status=CANCELLING)
-        .values_list("lease_owner", "running_tool")
-        .first()
-    )
+    row = locks.thread_values(thread_id, "lease_owner", "running_tool", status=CANCELLING)
     if row is None:
         return False
     lease_owner, running = row
@@ -169,7 +166,7 @@ def settle_abandoned(now: datetime | None = None) -> int:
     stale = Thread.objects.filter(status=CANCELLING).exclude(lease_expires_at__gt=now)
     for pk in stale.values_list("pk", flat=True):
         with transaction.atomic():
-            thread = Thread.objects.select_for_update().filter(pk=pk, status=CANCELLING).first()
+            thread = locks.thread(pk=pk, status=CANCELLING)
             if thread is not None and settle(thread, now):
                 done += 1
     return done

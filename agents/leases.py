@@ -17,7 +17,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db import DatabaseError, connection
 
-from agents import statements
+from agents import locks, statements
 from agents.models import StackFrame, Thread
 from agents.step import Step
 
@@ -156,14 +156,11 @@ class Lease:
             # The thread's row first, as cancel_thread and wake_parent take it before frames,
             # and as the events' hash chain (agents.chain) takes it anyway: locking the frame
             # first would deadlock with a cancel.
-            status = (
-                Thread.objects.select_for_update(no_key=True)
-                .filter(pk=step.thread.pk)
-                .values_list("status", flat=True)
-                .first()
-            )
-            n = status != Thread.Status.CANCELLING and renew_lane(
-                step.lane.pk, self.owner, self.until(), tool
+            row = locks.thread_values(step.thread.pk, "status")
+            n = (
+                row is not None
+                and row[0] != Thread.Status.CANCELLING
+                and renew_lane(step.lane.pk, self.owner, self.until(), tool)
             )
         else:
             n = statements.renew_lease(step.thread.pk, self.owner, self.until(), tool)

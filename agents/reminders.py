@@ -13,14 +13,13 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events
+from agents import events, locks
 from agents.deadlines import expire_overdue
-from agents.models import AgentDefinition, Event, Suspension, Thread
+from agents.models import AgentDefinition, Event, Suspension
 from agents.payloads import ladder_payload
 from agents.runtime import ladder
 from agents.runtime.ladder import Ladder
@@ -62,17 +61,6 @@ def ladder_fields(steps: Ladder, expires_at: datetime, now: datetime) -> dict[st
     }
 
 
-def _lock_threads(thread_ids: set[UUID]) -> None:
-    """The threads' locks in one order: every change to a suspension takes its thread's
-    lock first (agents.decisions, agents.deadlines)."""
-    list(
-        Thread.objects.select_for_update()
-        .filter(pk__in=sorted(thread_ids))
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-
-
 def _seconds_left(s: Suspension, now: datetime) -> int | None:
     return max(0, int((s.expires_at - now).total_seconds())) if s.expires_at else None
 
@@ -92,7 +80,7 @@ def apply_ladder_steps(now: datetime | None = None, limit: int = 500) -> int:
         found = list(rows.order_by("next_step_at").values_list("pk", "thread_id")[:limit])
         if not found:
             return 0
-        _lock_threads({t for _, t in found})
+        locks.threads(t for _, t in found)
         # Read again under the locks: a step another sweeper applied meanwhile has moved
         # next_step_at past now, and a decision has taken the row out of the pending set.
         due_rows = list(rows.filter(pk__in=[pk for pk, _ in found]).order_by("next_step_at"))
@@ -205,7 +193,7 @@ def extend(
         raise ValueError("seconds must be positive")
     now = now or timezone.now()
     with transaction.atomic():
-        _lock_threads({suspension.thread_id})
+        locks.threads([suspension.thread_id])
         s = Suspension.objects.get(pk=suspension.pk)
         if s.status == S.PENDING and s.expires_at is not None and s.expires_at <= now:
             expire_overdue(now=now, only=s.pk)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from agents import dispatch, events
+from agents import dispatch, events, locks
 from agents.cancelling import cancel_thread
 from agents.models import AgentDefinition, Event, StackFrame, Thread
 from agents.runtime import messages as msgs
@@ -79,7 +79,9 @@ def provide_input(
     the thread runs again. `text` for text/plain, `data` (or `text` holding JSON) for
     application/json. Raises NotWaiting or BadInput, changing nothing."""
     with transaction.atomic():
-        thread = Thread.objects.select_for_update().get(pk=thread_id)
+        thread = locks.thread(pk=thread_id)
+        if thread is None:
+            raise Thread.DoesNotExist(thread_id)
         if thread.status != Thread.Status.WAITING_INPUT:
             raise NotWaiting(thread.status)
         top = _asking_frame(thread)
@@ -163,7 +165,9 @@ def expire_inputs(now: datetime | None = None, limit: int = 200) -> int:
     done = 0
     for pk in due:
         with transaction.atomic():
-            thread = Thread.objects.select_for_update().get(pk=pk)
+            thread = locks.thread(pk=pk)
+            if thread is None:
+                continue
             if thread.status != Thread.Status.WAITING_INPUT or not thread.input_expires_at:
                 continue
             if thread.input_expires_at > now:

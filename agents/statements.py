@@ -241,7 +241,10 @@ def thread_with_agent(thread_id: uuid.UUID | str) -> Thread:
 # decide's locks: every decision takes them.
 _LOCK_THREAD = Compiled(
     lambda pk: (
-        Thread.objects.select_for_update().filter(pk=pk).order_by().values_list("created_by_id")[:1]
+        Thread.objects.select_for_update(no_key=True)
+        .filter(pk=pk)
+        .order_by()
+        .values_list("created_by_id")[:1]
     ),
     uuid.UUID(int=1),
 )
@@ -258,9 +261,17 @@ _LOCK_SUSPENSION = Compiled(
 
 # A pending suspension, before its deadline, approved or rejected by a person (decide).
 # The receipt (agents.receipts) is signed before, under the same locks, and written with it.
-_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args", "receipt", "receipt_seq"}
+_DECIDED_FIELDS = {
+    "status",
+    "approved",
+    "reason",
+    "modified_args",
+    "receipt",
+    "receipt_seq",
+    "tier",
+}
 _DECIDE = CompiledUpdate(
-    lambda pk, now, by, name, status, approved, reason, args, receipt, seq: (
+    lambda pk, now, by, name, status, approved, reason, args, receipt, seq, tier: (
         Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         ),
@@ -274,6 +285,7 @@ _DECIDE = CompiledUpdate(
             "modified_args": args,
             "receipt": receipt,
             "receipt_seq": seq,
+            "tier": tier,
         },
     ),
     uuid.UUID(int=1),
@@ -286,6 +298,7 @@ _DECIDE = CompiledUpdate(
     {"(modified args)": 1},
     "(receipt)",
     -7332,
+    "(tier)",
 )
 
 
@@ -320,15 +333,17 @@ def decide_pending(
     suspension_id: uuid.UUID, now: datetime, user: Any, columns: dict[str, Any]
 ) -> int:
     """A person's decision of a pending suspension before its deadline: `columns` is what it
-    sets (status, approved, reason, modified_args and the receipt for an approval or a
-    rejection; status, approved, response and the receipt for an answer). 1 when this call
-    decided it."""
+    sets (status, approved, reason, modified_args, the receipt and the tier for an approval
+    or a rejection; status, approved, response, the receipt and the tier for an answer). 1
+    when this call decided it."""
     by, name = getattr(user, "pk", None), getattr(user, "username", "")
+    # A decider that is no person (agents.decisions.Machine) names itself.
+    name = columns.pop("decided_by_name", name)
     if columns.keys() == _DECIDED_FIELDS and by is not None:
         # An approval or a rejection by a person's account: compiled once.
         values = (columns["status"], columns["approved"], columns["reason"])
         signed = (columns["modified_args"], columns["receipt"], columns["receipt_seq"])
-        return _DECIDE.run(suspension_id, now, by, name, *values, *signed)
+        return _DECIDE.run(suspension_id, now, by, name, *values, *signed, columns["tier"])
     # An answer, or a decision with no account behind it: a statement of another shape.
     return (
         Suspension.objects.filter(pk=suspension_id, status=S.PENDING)
