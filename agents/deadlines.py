@@ -13,6 +13,7 @@ from django.utils import timezone
 from agents import dispatch, events, receipts
 from agents.groups import resume_if_group_done, resume_lanes
 from agents.models import Event, StackFrame, Suspension, Thread
+from agents.tiers import Tier
 
 S = Suspension.Status
 
@@ -24,6 +25,7 @@ def _timeout_fields(s: Suspension, now: datetime) -> dict[str, Any]:
         "approved": approve,
         "reason": ("approved" if approve else "rejected") + " automatically at the deadline",
         "decided_at": now,
+        "tier": Tier.DEADLINE,
     }
 
 

@@ -42,6 +42,7 @@ from prometheus_client.registry import Collector
 
 from agents.models import Event, StackFrame, Suspension, Thread
 from infra import transactions
+from metrics import tiers
 from metrics.requests import MESSAGE, OUTCOMES, REPLY, replies, waits
 from webhooks.models import Attempt, Delivery
 
@@ -125,6 +126,7 @@ class GatewayCollector(Collector):
                 *self.durations(),
                 *self.runnable(),
                 *self.webhooks(),
+                *tiers.families(),
             ]
         return iter(families)
 

@@ -19,7 +19,7 @@ from access.models import Scope
 from approvals.audit import staff_only
 from approvals.http import error
 from approvals.openapi import Answer, Query, operation
-from metrics import charts
+from metrics import charts, reviewers, tiers
 from metrics.collector import GatewayCollector
 from metrics.conversations import parse_window, series, summary
 from metrics.operations import OperationsCollector
@@ -37,7 +37,7 @@ DEFAULT_WINDOW = "24h"
 AGENT_LINES = 5
 
 
-def _metrics_token(request: HttpRequest) -> bool:
+def metrics_token(request: HttpRequest) -> bool:
     """Does the request carry `Authorization: Bearer <METRICS_TOKEN>`?"""
     token = settings.METRICS_TOKEN
     scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
@@ -53,7 +53,7 @@ def prometheus(request: HttpRequest) -> HttpResponse:
     Without the setting the endpoint does not exist (404); without the token, 401."""
     if not settings.METRICS_TOKEN:
         return HttpResponse("Not found.\n", status=404, content_type="text/plain")
-    if not _metrics_token(request):
+    if not metrics_token(request):
         response = HttpResponse(
             "Send Authorization: Bearer <METRICS_TOKEN>.\n", status=401, content_type="text/plain"
         )
@@ -109,7 +109,7 @@ def conversations(request: HttpRequest) -> HttpResponse:
     """GET /api/metrics/conversations?window=24h: the four figures (docs/metrics.md) over the last
     `window` (metrics.conversations.summary defines them), for staff (session or API token)
     or a client holding METRICS_TOKEN."""
-    if request.method in ("GET", "HEAD") and _metrics_token(request):
+    if request.method in ("GET", "HEAD") and metrics_token(request):
         return _conversations(request)
     return _conversations_for_staff(request)
 
@@ -171,6 +171,49 @@ def _tiles(figures: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
+def _tier_tables(since: datetime, until: datetime) -> dict[str, Any]:
+    """The page's tables of the tiers of review over [since, until): who decided, per agent
+    (all agents first); a shadow model's agreement with people; each reviewer's look."""
+    total, agents = tiers.by_tier(since, until)
+    rows = [
+        {
+            "agent": row.agent,
+            "cells": [row.decided[tier] for tier in tiers.ORDER],
+            "total": row.total,
+            "reached": row.reached_person,
+            "share": _percent(row.person_share),
+        }
+        for row in (total, *agents)
+    ]
+    return {
+        "tier_names": [TIER_NAMES[tier] for tier in tiers.ORDER],
+        "tier_rows": rows,
+        "agreements": [
+            {"row": row, "agreement": _percent(row.agreement)}
+            for row in tiers.shadow_agreement(since, until)
+        ],
+        "reviewers": [
+            {
+                "row": row,
+                "approve_rate": _percent(row.approve_rate),
+                "median_look": _seconds(row.median_look),
+            }
+            for row in reviewers.by_reviewer(since, until)
+        ],
+    }
+
+
+# The tiers as the page's columns name them.
+TIER_NAMES = {
+    "rule": "Rule",
+    "grant": "Grant",
+    "history": "History rule",
+    "model": "Model",
+    "person": "Person",
+    "deadline": "Deadline",
+}
+
+
 @staff_only
 def insights(request: HttpRequest) -> HttpResponse:
     """The metrics page: the four figures over the window, and its charts."""
@@ -201,6 +244,7 @@ def insights(request: HttpRequest) -> HttpResponse:
         "windows": list(WINDOWS),
         "window": key,
         "tiles": _tiles(summary(now - window, now)),
+        **_tier_tables(now - window, now),
         "bucket": bucket,
         "figures": figures,
         "charts": [

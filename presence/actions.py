@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from agents import policy
 from agents.models import Suspension
-from presence.models import Claim, Viewer
+from presence.models import CardView, Claim, Viewer
 
 VIEW_LIMIT = 50  # suspensions one socket may look at at once; more are ignored
 NAME_LIMIT = Viewer._meta.get_field("name").max_length
@@ -60,7 +60,8 @@ def why_not(user_id: int, suspension: Suspension) -> str | None:
 
 def look(reviewer: Reviewer, ids: list[uuid.UUID]) -> set[str]:
     """The socket looks at these suspensions now, and at no others: its viewer rows become
-    those of the ones still pending (at most VIEW_LIMIT). Returns their ids."""
+    those of the ones still pending (at most VIEW_LIMIT), and the reviewer's first look at each
+    is kept (CardView). Returns their ids."""
     pending = {
         str(pk)
         for pk in Suspension.objects.filter(
@@ -78,6 +79,15 @@ def look(reviewer: Reviewer, ids: list[uuid.UUID]) -> set[str]:
         }
         Viewer.objects.bulk_create(
             [_viewer(reviewer, pk, now) for pk in pending - kept], ignore_conflicts=True
+        )
+        # The first time this reviewer had each card on screen, whichever socket: how long
+        # they looked before deciding is counted from it (metrics.reviewers).
+        CardView.objects.bulk_create(
+            [
+                CardView(suspension_id=pk, user_id=reviewer.user_id, first_shown_at=now)
+                for pk in pending - kept
+            ],
+            ignore_conflicts=True,
         )
     return pending
 

@@ -63,3 +63,22 @@ class Claim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} claims {self.suspension_id}"
+
+
+class CardView(models.Model):
+    """When a reviewer's page first had a request's card on screen (the page's "view",
+    presence.actions.look), kept after the socket closes: the insights page counts how long a
+    reviewer looked before deciding (metrics.reviewers). Not audit: a look is not a decision."""
+
+    suspension = models.ForeignKey(Suspension, models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, related_name="+")
+    first_shown_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            # The first look counts: a later one is a conflict, ignored (presence.actions.look).
+            models.UniqueConstraint(fields=["suspension", "user"], name="one_card_view_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} saw {self.suspension_id} at {self.first_shown_at}"
