@@ -19,6 +19,7 @@ from agents.groups import resume_if_group_done
 from agents.hashing import canonical_hash
 from agents.models import Event, Suspension, Vote
 from agents.payloads import iso
+from agents.tiers import Tier
 
 S = Suspension.Status
 
@@ -51,6 +52,7 @@ def decide(
     user: Any,
     decision: dict[str, Any],
     now: datetime | None = None,
+    tier: Tier = Tier.PERSON,
 ) -> Decided:
     """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
     (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
@@ -62,7 +64,11 @@ def decide(
     SUSPENSION_VOTED) until the last one needed, which decides. The decision's receipt is
     signed here too (agents.receipts), with the passkey of a step-up approval in it
     (`decision["step_up"]`: {"credential", "name"}, put there by approvals.stepup only, after
-    it verified the reviewer's assertion; no API body may carry it)."""
+    it verified the reviewer's assertion; no API body may carry it).
+
+    `tier` is who decides (agents.tiers), kept on the row for the figures: a person, or
+    under a quorum the vote that completes it; a reviewing model deciding through this door
+    passes its own."""
     now = now or timezone.now()
     if "response" in decision and suspension.kind != Suspension.Kind.INPUT:
         fields = {"status": S.RESPONDED, "approved": None, "response": decision["response"]}
@@ -75,6 +81,7 @@ def decide(
             "reason": decision.get("reason") or "",
             "modified_args": decision.get("modifiedArgs"),
         }
+    fields["tier"] = tier
     extra: dict[str, Any] = {}
     with transaction.atomic():
         thread = statements.lock_thread(suspension.thread_id)  # [(created_by_id,)], or none
