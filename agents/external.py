@@ -21,10 +21,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, grants, policy, presentation, receipts, reminders
+from agents import events, grants, locks, policy, presentation, receipts, reminders
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
+from agents.reviewing import asking
 from agents.runtime.tools import BLOCKING, Tool
 from agents.tiers import Tier
 
@@ -112,11 +113,7 @@ def raise_request(
     thread) meanwhile: the caller reads that one back (approvals.api.external)."""
     now = now or timezone.now()
     with transaction.atomic():
-        thread = (
-            Thread.objects.select_for_update()
-            .filter(agent=agent, created_by=user, external_run_id=request.run_id)
-            .first()
-        )
+        thread = locks.thread(agent=agent, created_by=user, external_run_id=request.run_id)
         if thread is None:
             thread, frame = _start(agent, request, user)
         elif thread.finished:
@@ -190,6 +187,8 @@ def raise_request(
             presentation=shown,
             **decided,
         )
+        # Left to people: a reviewing model may look first (agents.reviewing).
+        asking.ask_later(s, tool)
         # Under the thread's lock (taken above, or the thread is new in this transaction).
         if auto is not None:
             receipts.issue(s, auto.decider())

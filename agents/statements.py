@@ -241,7 +241,10 @@ def thread_with_agent(thread_id: uuid.UUID | str) -> Thread:
 # decide's locks: every decision takes them.
 _LOCK_THREAD = Compiled(
     lambda pk: (
-        Thread.objects.select_for_update().filter(pk=pk).order_by().values_list("created_by_id")[:1]
+        Thread.objects.select_for_update(no_key=True)
+        .filter(pk=pk)
+        .order_by()
+        .values_list("created_by_id")[:1]
     ),
     uuid.UUID(int=1),
 )
@@ -334,6 +337,8 @@ def decide_pending(
     or a rejection; status, approved, response, the receipt and the tier for an answer). 1
     when this call decided it."""
     by, name = getattr(user, "pk", None), getattr(user, "username", "")
+    # A decider that is no person (agents.decisions.Machine) names itself.
+    name = columns.pop("decided_by_name", name)
     if columns.keys() == _DECIDED_FIELDS and by is not None:
         # An approval or a rejection by a person's account: compiled once.
         values = (columns["status"], columns["approved"], columns["reason"])
