@@ -49,7 +49,7 @@ class Email(models.Model):
         PENDING = "pending"
         SENT = "sent"
         SKIPPED = "skipped"  # every request in it was decided before it went
-        FAILED = "failed"  # the SMTP server refused it every time
+        FAILED = "failed"  # refused for good (a 5xx reply), or every time
 
     # What it is about, the same for every recipient: "request:<group>",
     # "reminder:<group>:<n>", "escalation:<group>:<group name>".

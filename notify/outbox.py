@@ -172,8 +172,21 @@ class Outbox(shared.Outbox):
         try:
             message.send()
         except (smtplib.SMTPException, OSError) as e:
-            return Result(False, error=f"{type(e).__name__}: {e}")
+            return Result(False, error=f"{type(e).__name__}: {e}", permanent=refused_for_good(e))
         return Result(True)
+
+
+def refused_for_good(error: Exception) -> bool:
+    """Whether the SMTP server refused the email with a permanent reply (5xx, RFC 5321 4.2.1):
+    sending it again would be refused again, so its retries end. A 4xx reply, a dropped
+    connection or an unreachable server is transient."""
+    if isinstance(error, smtplib.SMTPRecipientsRefused):
+        # The one recipient's reply (an email here has one); every one refused for good.
+        codes = [code for code, _ in error.recipients.values()]
+        return bool(codes) and all(code >= 500 for code in codes)
+    if isinstance(error, smtplib.SMTPResponseException):
+        return error.smtp_code >= 500
+    return False
 
 
 # No jitter: a wait of RETRY_WAITS is what the reviewer's email is late by at most.

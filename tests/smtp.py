@@ -32,6 +32,19 @@ class Mailbox:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.messages: list[Received] = []
+        # Recipients refused at RCPT TO, with the reply given ("550 5.1.1 No such user").
+        self.refusing: dict[str, str] = {}
+
+    # aiosmtpd's hook name: a recipient is accepted unless `refusing` names it.
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, options: Any
+    ) -> str:
+        with self.lock:
+            refusal = self.refusing.get(address)
+        if refusal:
+            return refusal
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     # aiosmtpd's hook name.
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
@@ -47,6 +60,7 @@ class Mailbox:
     def clear(self) -> None:
         with self.lock:
             self.messages.clear()
+            self.refusing.clear()
 
 
 def free_port() -> int:

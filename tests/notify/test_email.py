@@ -217,6 +217,22 @@ class ReminderEmailTestCase:
         log = EmailAttempt.objects.filter(email_id=pk).values_list("number", "succeeded", "error")
         assert list(log) == [(1, False, email.last_error), (2, True, "")]
 
+    def test_a_mailbox_refused_for_good_ends_the_retries_and_a_busy_one_does_not(self) -> None:
+        EmailOptIn.objects.create(user=self.bob, agent=None)
+        raise_group(self.alice)
+        self.mailbox.refusing["alice@example.com"] = "550 5.1.1 No such user here"
+        self.mailbox.refusing["bob@example.com"] = "451 4.3.0 Try again later"
+        made = deliver()
+
+        emails = {e.to: e for e in Email.objects.filter(pk__in=made)}
+        refused, busy = emails["alice@example.com"], emails["bob@example.com"]
+        # A 5xx reply is permanent (RFC 5321): sending it again would be refused again.
+        assert refused.status == Email.Status.FAILED and refused.attempts == 1
+        assert "550" in refused.last_error and refused.next_attempt_at is None
+        # A 4xx reply is not: the email waits for its next attempt.
+        assert busy.status == Email.Status.PENDING and busy.attempts == 1
+        assert "451" in busy.last_error and busy.next_attempt_at > timezone.now()
+
     def test_a_sender_killed_mid_send_leaves_the_email_to_be_sent_once_more(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
