@@ -22,10 +22,11 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from agents import decisions, events, policy
+from agents import decisions, events, history, policy
 from agents.models import Event, Grant, Suspension, Thread
 from agents.payloads import iso
 from agents.rules import check_condition, matches, rule_text
+from agents.tiers import Tier
 
 S = Suspension.Status
 MAX_CONDITIONS = 20
@@ -217,6 +218,7 @@ class ByGrant:
             f"{g.tool_name} when {conditions_text(g.conditions)}",
             "decided_by_name": "grant",
             "decided_at": self.now,
+            "tier": Tier.GRANT,
         }
 
     def decider(self) -> dict[str, Any]:
@@ -267,8 +269,10 @@ def decide_by_grant(
         .filter(Q(requester__isnull=True) | Q(requester_id=started_by))
         .order_by("expires_at", "created_at")
     )
+    # A grant's counts and sums over history (agents.tallies) are read as a rule's are.
+    window = history.Window.of(agent_name, tool_name, args, thread, now)
     for g in candidates:
-        if g.conditions and not matches({"all": g.conditions}, args):
+        if g.conditions and not matches({"all": g.conditions}, args, window.measure):
             continue
         if in_force.get("four_eyes", True) and started_by is not None:
             if g.created_by_id == started_by:

@@ -14,7 +14,8 @@ from typing import Any
 from django.conf import settings
 
 from agents.hashing import canonical_hash
-from agents.rules import ALLOW, KEYS, matches, rule_text
+from agents.rules import ALLOW, KEYS, Measure, matches, rule_text, tallies_of
+from agents.tiers import Tier
 
 DECIDE_PERMISSION = "agents.decide_suspension"
 
@@ -83,22 +84,38 @@ class Automatic:
         return rule_text(self.rule)
 
     @property
+    def tier(self) -> Tier:
+        """A rule with a count or a sum over history (agents.history) decides as `history`."""
+        return Tier.HISTORY if tallies_of(self.rule) else Tier.RULE
+
+    def _tier(self) -> dict[str, Any]:
+        return {"tier": Tier.HISTORY.value} if self.tier == Tier.HISTORY else {}
+
+    @property
     def reason(self) -> str:
         return f"rule {self.key}[{self.index}]: {self.text}"
 
     def payload(self) -> dict[str, Any]:
-        return {"by": "policy", "key": self.key, "index": self.index, "rule": self.text}
+        found = {"by": "policy", "key": self.key, "index": self.index, "rule": self.text}
+        return {**found, **self._tier()}
 
     def decider(self) -> dict[str, Any]:
         """Who decided, as the receipt says it (agents.receipts)."""
-        return {"kind": "rule", "key": self.key, "index": self.index, "rule": self.text}
+        found = {"kind": "rule", "key": self.key, "index": self.index, "rule": self.text}
+        return {**found, **self._tier()}
 
 
-def automatic(policy: dict[str, Any], args: Any) -> Automatic | None:
-    """The decision the rules take on `args`, or None when a person must decide."""
-    for key, approved in (("auto_reject", False), ("auto_approve", True)):
+def automatic(
+    policy: dict[str, Any], args: Any, measure: Measure | None = None, approve: bool = True
+) -> Automatic | None:
+    """The decision the rules take on `args`, or None when a person must decide. Their
+    counts and sums over history are read with `measure` (agents.history; without one they
+    do not hold); `approve=False` reads only the auto_reject rules (a tainted call,
+    agents.history.taint, may be refused by a rule but not approved by one)."""
+    keys = [("auto_reject", False), ("auto_approve", True)][: 2 if approve else 1]
+    for key, approved in keys:
         for i, rule in enumerate(policy.get(key) or []):
-            if matches(rule, args):
+            if matches(rule, args, measure):
                 return Automatic(approved, key, i, rule)
     return None
 
@@ -282,6 +299,9 @@ def payload(s: Any) -> dict[str, Any]:
         "auto": policy.get("auto"),
         # The standing grant that approved it (agents.grants), by id and maker.
         "grant": policy.get("grant"),
+        # Why a person is asked where a rule or a grant would not be enough (agents.history):
+        # sentences, shown on the card (templates/approvals/_needs_person.html).
+        "needs_person": policy.get("needs_person") or [],
         "allow": allowed(s),
         "step_up": bool(policy["step_up"]),
     }

@@ -13,7 +13,9 @@ A policy is a mapping with any of these keys:
   `{all: [conditions]}`; the first rule that holds decides, and auto_reject is read first.
   `arg` is a name, or a dotted path into nested objects (`payee.country`); `op` is one of
   OPS. Ordering compares numbers only; a condition on an argument that is missing, or of the
-  wrong type, does not hold. There is no expression language: nothing is evaluated.
+  wrong type, does not hold. There is no expression language: nothing is evaluated. A
+  condition may also be a count or a sum over the run's history (agents.tallies), read where
+  the request is raised (agents.history).
 - `allow_accept`, `allow_edit`, `allow_respond`, `allow_ignore`: which decisions a reviewer may
   take besides rejecting (which is always allowed: saying no is always safe), like Agent
   Inbox's flags: approve as asked, approve edited arguments, answer the agent instead of
@@ -32,7 +34,10 @@ force from these layers and decides with it.
 """
 
 import json
+from collections.abc import Callable
 from typing import Any
+
+from agents.tallies import TallyError, check_tally, compare, is_tally, tally_text
 
 ALLOW = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
 KEYS = (
@@ -64,6 +69,11 @@ def _scalar(value: Any) -> bool:
 
 
 def check_condition(cond: Any, where: str) -> dict[str, Any]:
+    if is_tally(cond):
+        try:
+            return check_tally(cond, where)  # a count or a sum over a window (agents.tallies)
+        except TallyError as e:
+            raise PolicyError(str(e)) from None
     if not isinstance(cond, dict) or set(cond) != {"arg", "op", "value"}:
         raise PolicyError(f"{where}: a condition is {{arg: name, op: '<', value: 100}}")
     arg, op, value = cond["arg"], cond["op"], cond["value"]
@@ -164,7 +174,14 @@ def _lookup(args: Any, path: str) -> Any:
     return value
 
 
-def _holds(cond: dict[str, Any], args: Any) -> bool:
+# What a tally measures now (agents.history.Window.measure), or None when it cannot be known.
+Measure = Callable[[dict[str, Any]], float | None]
+
+
+def _holds(cond: dict[str, Any], args: Any, measure: Measure | None = None) -> bool:
+    if is_tally(cond):
+        measured = measure(cond) if measure is not None else None
+        return measured is not None and compare(measured, cond["op"], cond["value"])
     found = _lookup(args, cond["arg"])
     if found is _MISSING:
         return False
@@ -192,15 +209,26 @@ def _holds(cond: dict[str, Any], args: Any) -> bool:
     return inside if op == "in" else not inside
 
 
-def matches(rule: dict[str, Any], args: Any) -> bool:
-    if "all" in rule:
-        return all(_holds(c, args) for c in rule["all"])
-    return _holds(rule, args)
+def matches(rule: dict[str, Any], args: Any, measure: Measure | None = None) -> bool:
+    """Does `rule` hold for `args`? Its tallies hold only with a `measure` (where a request is
+    raised), and are read after its conditions on the arguments, which cost nothing."""
+    conds = rule["all"] if "all" in rule else [rule]
+    ordered = sorted(conds, key=is_tally)
+    return all(_holds(c, args, measure) for c in ordered)
+
+
+def tallies_of(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rule's conditions over history (agents.tallies)."""
+    return [c for c in (rule["all"] if "all" in rule else [rule]) if is_tally(c)]
+
+
+def condition_text(cond: dict[str, Any]) -> str:
+    if is_tally(cond):
+        return tally_text(cond)
+    return f"{cond['arg']} {cond['op']} {json.dumps(cond['value'], ensure_ascii=False)}"
 
 
 def rule_text(rule: dict[str, Any]) -> str:
     """A rule as people read it: `amount < 100`, `amount < 100 and currency == "EUR"`."""
     conds = rule["all"] if "all" in rule else [rule]
-    return " and ".join(
-        f"{c['arg']} {c['op']} {json.dumps(c['value'], ensure_ascii=False)}" for c in conds
-    )
+    return " and ".join(condition_text(c) for c in conds)

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from agents import (
     grants,
+    history,
     policy,
     presentation,
     receipts,
@@ -100,8 +101,20 @@ class Suspensions:
                 steps = call.tool.ladder() or agent_ladder()
                 row = agent_row()
                 in_force = policy.effective((row.policy if row else None) or {}, call.tool)
-                auto = policy.automatic(in_force, call.input)
+                # The rules, read with the run's history (counts, sums, taint: agents.history).
+                assessed = history.assess(
+                    in_force,
+                    step.row.agent_name,
+                    call.tool,
+                    call.input,
+                    step.thread,
+                    now,
+                    self.checkpoint.buffered,
+                )
+                auto = assessed.auto
                 kept = policy.snapshot(in_force, step.thread)
+                if assessed.needs_person:
+                    kept["needs_person"] = assessed.needs_person
                 decided = {}
                 if auto is not None:
                     kept["auto"] = auto.payload()
@@ -113,11 +126,13 @@ class Suspensions:
                         "reason": auto.reason,
                         "decided_by_name": "policy",
                         "decided_at": now,
+                        "tier": auto.tier,
                     }
-                # No rule decided: a standing grant may (agents.grants), its use spent here.
+                # No rule decided: a standing grant may (agents.grants), its use spent here;
+                # none may approve a tainted call.
                 by_grant = (
                     None
-                    if auto is not None
+                    if auto is not None or assessed.tainted
                     else grants.decide_by_grant(
                         step.row.agent_name,
                         call.tool.name,

@@ -37,6 +37,7 @@ OVERRIDES = frozenset(
         "summary",
         "reject_reasons",
         "risk",
+        *("reads_untrusted", "reads_private", "sends_outward"),
     }
 )
 INPUT = "input"
@@ -115,6 +116,12 @@ class Tool:
     # How much is at stake when it runs, as the tool's author judges it: the inbox filters
     # and marks requests by it (approvals.triage). It changes nothing about who may decide.
     risk: str = "normal"
+    # Where its data comes from and goes (agents.history.taint): once a run has called a tool
+    # that reads untrusted content (a web page, an inbound email) or private data, a call of
+    # one that sends data out waits for a person, whatever a rule or a grant would decide.
+    reads_untrusted: bool = False
+    reads_private: bool = False
+    sends_outward: bool = False
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -151,6 +158,9 @@ class Tool:
         check_summary(self.summary, self.input_schema, self.name)
         if self.risk not in RISKS:
             raise ValueError(f"{self.name}: risk must be one of {RISKS}, not {self.risk!r}")
+        for flag in ("reads_untrusted", "reads_private", "sends_outward"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{self.name}: {flag} must be true or false")
         # A list in an agent file: kept as a tuple, so the frozen tool stays hashable.
         object.__setattr__(
             self, "reject_reasons", check_reject_reasons(self.reject_reasons, self.name)
@@ -259,6 +269,9 @@ class ToolRegistry:
         summary: str | None = None,
         reject_reasons: tuple[str, ...] = (),
         risk: str = "normal",
+        reads_untrusted: bool = False,
+        reads_private: bool = False,
+        sends_outward: bool = False,
     ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
         """Declare a tool from a function of (args, context):
 
@@ -284,6 +297,9 @@ class ToolRegistry:
                     summary=summary,
                     reject_reasons=reject_reasons,
                     risk=risk,
+                    reads_untrusted=reads_untrusted,
+                    reads_private=reads_private,
+                    sends_outward=sends_outward,
                 )
             )
 
