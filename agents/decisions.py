@@ -32,6 +32,19 @@ class Decided:
     votes: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Machine:
+    """A decider that is no person: a reviewing model (agents.reviewing). It decides through
+    `decide` like a person, under the same locks, with the same event and a signed receipt,
+    but no person's checks apply to it (it has no account, groups or run of its own): only
+    what the request allows (agents.policy.check_allowed, check_step_up) and no quorum."""
+
+    name: str  # decided_by_name, as the trail shows it: "model:<model>"
+    decider: dict[str, Any]  # the receipt's decider (agents.receipts)
+    event: dict[str, Any]  # what its SUSPENSION_DECIDED adds to the payload
+    tier: Tier
+
+
 def same_decision(s: Suspension, decision: dict[str, Any]) -> bool:
     """Is `decision` what was recorded? Repeating it is harmless; anything else conflicts."""
     if decision.get("ignore") or s.status not in (S.APPROVED, S.REJECTED, S.RESPONDED):
@@ -53,6 +66,7 @@ def decide(
     decision: dict[str, Any],
     now: datetime | None = None,
     tier: Tier = Tier.PERSON,
+    by: Machine | None = None,
 ) -> Decided:
     """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
     (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
@@ -68,7 +82,8 @@ def decide(
 
     `tier` is who decides (agents.tiers), kept on the row for the figures: a person, or
     under a quorum the vote that completes it; a reviewing model deciding through this door
-    passes its own."""
+    passes its own. `by` is a decider that is no person (`user` is then None), whose own tier
+    is kept."""
     now = now or timezone.now()
     if "response" in decision and suspension.kind != Suspension.Kind.INPUT:
         fields = {"status": S.RESPONDED, "approved": None, "response": decision["response"]}
@@ -81,7 +96,7 @@ def decide(
             "reason": decision.get("reason") or "",
             "modified_args": decision.get("modifiedArgs"),
         }
-    fields["tier"] = tier
+    fields["tier"] = tier if by is None else by.tier
     extra: dict[str, Any] = {}
     with transaction.atomic():
         thread = statements.lock_thread(suspension.thread_id)  # [(created_by_id,)], or none
@@ -93,7 +108,10 @@ def decide(
             and locked.status == S.PENDING
             and (locked.expires_at is None or locked.expires_at > now)
         ):
-            policy.check(locked, user, decision, thread[0][0] if thread else None)
+            if by is None:
+                policy.check(locked, user, decision, thread[0][0] if thread else None)
+            else:
+                _check_machine(locked, decision)
             if policy.of(locked)["quorum"] > 1 and "response" not in decision:
                 votes = _vote(locked, user, decision, now)
                 if votes["approvals"] < votes["required"] and decision["approved"]:
@@ -111,6 +129,8 @@ def decide(
             decider = receipts.person(
                 user, approved_by=extra.get("approved_by"), passkey=decision.get("step_up")
             )
+            if by is not None:
+                locked.decided_by_name, decider = by.name, by.decider
             fields["receipt"], fields["receipt_seq"] = receipts.signed(locked, decider)
         won = statements.decide_pending(suspension.pk, now, user, fields)
         if not won:
@@ -125,6 +145,9 @@ def decide(
         # before the receipt was signed.
         assert locked is not None
         current = locked
+        if by is not None:
+            # decide_pending names a person's account; a decider that is no person, itself.
+            Suspension.objects.filter(pk=current.pk).update(decided_by_name=by.name)
         events.record(
             Event.Type.SUSPENSION_DECIDED,
             thread_id=current.thread_id,
@@ -136,10 +159,20 @@ def decide(
                 **current.outcome(),
                 **extra,
                 **_passkey(decision),
+                **(by.event if by is not None else {}),
             },
         )
         resume_if_group_done(current, now)
     return Decided(current, created=True)
+
+
+def _check_machine(s: Suspension, decision: dict[str, Any]) -> None:
+    """What a decider that is no person may not do: decide a quorum's request, or take a
+    decision the request does not allow (a step_up approval needs a person's passkey)."""
+    if policy.of(s)["quorum"] > 1:
+        raise policy.Refused("quorum", "A quorum's request is decided by people.")
+    policy.check_allowed(s, decision)
+    policy.check_step_up(s, decision)
 
 
 def _passkey(decision: dict[str, Any]) -> dict[str, Any]:

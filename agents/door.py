@@ -7,7 +7,9 @@ happened. `take` binds the decision to what was seen (agents.versions), makes a 
 an approval (agents.grants), dismisses (ignore), and decides (agents.decisions.decide: the
 policy, the locks, the events and the receipt, in one transaction). The clock's decisions
 (agents.deadlines) and a policy's or a grant's at raise time are no person's and do not
-come here.
+come here. A reviewing model (agents.reviewing) is no person either, but decides after the
+request is shown, as a reviewer would: it comes in by `take_by`, which shares `take`'s
+decide (the locks, the events, the receipt) and answers with the same outcomes.
 """
 
 from collections.abc import Mapping
@@ -217,6 +219,26 @@ def take(
         return Voted(taken.suspension, taken.votes)
     if taken.created:
         return Decided(taken.suspension, made)
+    return _settled(taken.suspension, recorded)
+
+
+def take_by(suspension: Suspension, machine: decisions.Machine, decision: Decision) -> Outcome:
+    """Take `decision` (an approval as asked, or a rejection) on `suspension` for a decider
+    that is no person (agents.decisions.Machine): decided, a repeat, a conflict (someone
+    came first) or refused (the request does not allow it, or needs people)."""
+    if decision.kind not in (Kind.APPROVE, Kind.REJECT) or decision.arguments is not None:
+        raise ValueError("A decider that is no person approves as asked or rejects.")
+    if decision.grant is not None:
+        raise ValueError("A decider that is no person makes no grant.")
+    recorded = decision.recorded()
+    if not suspension.pending:
+        return _settled(suspension, recorded)
+    try:
+        taken = decisions.decide(suspension, None, recorded, by=machine)
+    except policy.Refused as e:
+        return Refused(suspension, e.rule, e.detail)
+    if taken.created:
+        return Decided(taken.suspension)
     return _settled(taken.suspension, recorded)
 
 

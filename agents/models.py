@@ -564,6 +564,8 @@ class Event(models.Model):
         GRANT_EXPIRED = "GRANT_EXPIRED"
         # A receipt signing key was made (the first, or by manage.py rotate_receipt_key).
         RECEIPT_KEY_ROTATED = "RECEIPT_KEY_ROTATED"
+        # A reviewing model recommended, decided, escalated or failed (agents.reviewing).
+        SUSPENSION_REVIEWED = "SUSPENSION_REVIEWED"
 
     id = models.BigAutoField(primary_key=True)
     # PROTECT: a thread or suspension with a trail is never deleted (the trail is
@@ -614,6 +616,29 @@ class Event(models.Model):
             "created_at": self.created_at.isoformat(),
             "actor": self.actor_name or None,
         }
+
+
+class ReviewCall(models.Model):
+    """One call of a reviewing model about one request (agents.reviewing): what counts
+    against its setting's `per_minute`, across every worker, and the tokens it spent, which
+    count in the thread's usage."""
+
+    suspension = models.OneToOneField(Suspension, models.CASCADE, related_name="review_call")
+    thread = models.ForeignKey(Thread, models.CASCADE, related_name="+")
+    agent_name = models.CharField(max_length=100)
+    model = models.CharField(max_length=100)
+    created_at = models.DateTimeField(default=timezone.now)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            # agents.reviewing.asking.charge: an agent's calls in the last minute.
+            models.Index(fields=["agent_name", "created_at"], name="review_call_budget_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} on {self.suspension_id}"
 
 
 class ReceiptKey(models.Model):

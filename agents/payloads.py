@@ -74,6 +74,8 @@ def suspension_payload(s: Suspension) -> dict[str, Any]:
         "policy": policy.payload(s),
         # What the card says about the call (agents.presentation).
         "presentation": presentation.payload(s),
+        # What a reviewing model said of it (agents.reviewing); None when none was asked.
+        "review": s.review or None,
         # Dismissed from the inbox without a decision (ignore): by whom and when.
         "ignored": {"by": s.ignored_by_name or None, "at": s.ignored_at.isoformat()}
         if s.ignored_at

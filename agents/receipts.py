@@ -1,4 +1,5 @@
-"""Signed receipts: every decision, by a person, a rule, a grant or the clock, signed once.
+"""Signed receipts: every decision, by a person, a rule, a grant, a reviewing model or the
+clock, signed once.
 
 A receipt is a compact JWS (RFC 7515) signed with EdDSA over Ed25519 (RFC 8037) by the
 current key of agents.receipt_keys; its header names the key (`kid`), whose public half is
@@ -11,10 +12,11 @@ at /.well-known/jwks.json. Its claims (canonical JSON, agents.hashing) say what 
 `args_hash` is the SHA-256 of the canonical JSON of the arguments the decision was about:
 the reviewer's edit when there was one (`edited`), else the call's arguments. `decider` is
 one of {"kind": "user", "id", "name"} (with "approved_by" under a quorum), {"kind": "rule",
-"key", "index", "rule"}, {"kind": "grant", "grant", "granted_by"} or {"kind": "deadline"};
-a person's may carry "passkey": {"credential"}. `seq` and `prev` chain a thread's receipts:
-`prev` is the SHA-256 (hex) of the previous receipt's text (None for the first), so a
-receipt removed from or slipped into a thread shows.
+"key", "index", "rule"}, {"kind": "grant", "grant", "granted_by"}, {"kind": "model", "name",
+"digest"} (a reviewing model, agents.reviewing: `digest` is the SHA-256 of its prompt and
+setting) or {"kind": "deadline"}; a person's may carry "passkey": {"credential"}. `seq` and
+`prev` chain a thread's receipts: `prev` is the SHA-256 (hex) of the previous receipt's text
+(None for the first), so a receipt removed from or slipped into a thread shows.
 
 The chain is serialized by the thread's row lock, which every caller of `issue` holds: decide
 takes it (statements.lock_thread), the sweeper takes its threads' locks (deadlines), a run
@@ -39,7 +41,7 @@ from agents import receipt_keys
 from agents.hashing import canonical_hash, canonical_json
 from agents.models import Suspension
 
-DECIDER_KINDS = ("user", "rule", "grant", "deadline")
+DECIDER_KINDS = ("user", "rule", "grant", "model", "deadline")
 
 
 class ReceiptInvalid(Exception):

@@ -337,8 +337,6 @@ def decide_pending(
     or a rejection; status, approved, response, the receipt and the tier for an answer). 1
     when this call decided it."""
     by, name = getattr(user, "pk", None), getattr(user, "username", "")
-    # A decider that is no person (agents.decisions.Machine) names itself.
-    name = columns.pop("decided_by_name", name)
     if columns.keys() == _DECIDED_FIELDS and by is not None:
         # An approval or a rejection by a person's account: compiled once.
         values = (columns["status"], columns["approved"], columns["reason"])

@@ -9,6 +9,7 @@ from django.db import InterfaceError, OperationalError
 
 from agents import cancelling, deadlines, grants, reminders, replies
 from agents.engine import engine
+from agents.reviewing import verdicts
 from infra import last_runs
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,13 @@ def run_instance(frame_id: str) -> bool:
     """Run an agent instance (an `agent__<name>` call) on its own; a duplicate delivery, or
     one for an instance that finished or waits for a decision, finds nothing to do."""
     return engine.advance_instance(frame_id)
+
+
+@shared_task(**TASK_OPTIONS)
+def review_suspension(suspension_id: str) -> bool:
+    """Ask a request's reviewing model and apply its answer (agents.reviewing.verdicts); a
+    duplicate delivery, or one for a request decided meanwhile, finds nothing to do."""
+    return verdicts.review(suspension_id)
 
 
 # A deadline's own task fires this long after it, so the clock has passed it for sure.

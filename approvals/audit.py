@@ -157,6 +157,7 @@ def _step(e: Event) -> dict[str, Any]:
         Event.Type.SUSPENSION_EXTENDED: "Deadline extended",
         Event.Type.SUSPENSION_VOTED: "Voted",
         Event.Type.SUSPENSION_IGNORED: "Ignored",
+        Event.Type.SUSPENSION_REVIEWED: "Reviewed by a model",
         Event.Type.GRANT_CREATED: "Grant made",
         Event.Type.GRANT_USED: "Grant used",
         Event.Type.TOOL_RESULT: "Tool error" if p.get("is_error") else "Tool result",
@@ -181,6 +182,14 @@ def _step(e: Event) -> dict[str, Any]:
             detail = f"{detail} (arguments edited)"
     elif e.type == Event.Type.SUSPENSION_IGNORED:
         detail = "dismissed from the inbox without deciding; the deadline still applies"
+    elif e.type == Event.Type.SUSPENSION_REVIEWED:
+        # A reviewing model's answer or failure (agents.reviewing): its words, cut below.
+        said = p.get("error") if p.get("outcome") == "failed" else p.get("reason")
+        detail = f"{p.get('model', '')} ({p.get('mode', '')}): {p.get('outcome', '')}"
+        if p.get("recommendation"):
+            detail = f"{detail}, {p['recommendation']}"
+        if said:
+            detail = f"{detail}: {said}"
     elif e.type in (Event.Type.GRANT_CREATED, Event.Type.GRANT_USED):
         # A standing grant (agents.grants): its terms, and how much of it is left.
         detail = (

@@ -73,6 +73,13 @@ class Suspension(Answer):
     ignored: dict[str, Any] | None = Field(
         description="Dismissed from the inbox without a decision: {by, at}; null if not."
     )
+    review: dict[str, Any] | None = Field(
+        default=None,
+        description="What a reviewing model said of it (docs/reviewing-model.md): {model, mode "
+        "(shadow or decide), recommendation (approve, reject or escalate), reason, outcome "
+        "(asked, recommended, decided, escalated or failed), error}; null when no model "
+        "reviewed it.",
+    )
 
 
 class Frame(Answer):

@@ -174,6 +174,19 @@ def describe(type: str, payload: dict[str, Any], actor: str | None) -> dict[str,
             if made
             else f"grant used: {p.get('uses')} of {p.get('max_uses')}",
         }
+    if type == Event.Type.SUSPENSION_REVIEWED:
+        # A reviewing model's answer (agents.reviewing): labelled as the model's, its reason
+        # shown as text like every model's words.
+        outcome = p.get("outcome", "")
+        verb = (
+            "could not review" if outcome == "failed" else f"{outcome}: {p.get('recommendation')}"
+        )
+        return {
+            "tone": "system",
+            "who": f"reviewing model {p.get('model', '')}",
+            "text": f"{verb} {p.get('tool', '')}",
+            "pre": str(p.get("error") if outcome == "failed" else p.get("reason") or ""),
+        }
     if type == Event.Type.SUSPENSION_EXTENDED:
         return {
             "tone": "system",

@@ -425,6 +425,8 @@ TASK_KINDS = {
         "webhooks.tasks.deliver",
         "notify.tasks.send_email",
         "slack_approvals.tasks.deliver",
+        # One reviewing model's call (agents.reviewing), bounded by its setting's timeout.
+        "agents.tasks.review_suspension",
     ),
 }
 TASK_TIME_LIMITS = {"RUN": (1800, 1860), "SWEEP": (60, 90), "DELIVERY": (90, 120)}
@@ -448,6 +450,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # The engine.
 ANTHROPIC_API_KEY = envstr("ANTHROPIC_API_KEY")
+# Where the Messages API is answered (a proxy, a gateway of the company); empty: Anthropic's.
+# The SDK reads the same variable for the agents' calls; the reviewing model
+# (agents.reviewing.answers) is given it.
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
 ANTHROPIC_MAX_RETRIES = envint("ANTHROPIC_MAX_RETRIES", 2)
 ANTHROPIC_TIMEOUT = envint("ANTHROPIC_TIMEOUT", 120)
 AGENT_MAX_TOKENS = envint("AGENT_MAX_TOKENS", 4096)

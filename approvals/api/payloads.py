@@ -4,7 +4,7 @@ from typing import Any
 
 from django.db.models import Max, Q, Sum
 
-from agents.models import LiveText, StackFrame, Suspension, Thread
+from agents.models import LiveText, ReviewCall, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
 
 
@@ -162,6 +162,18 @@ def thread_usage(thread: Thread) -> dict[str, Any]:
         r["agent_name"]: {"input_tokens": r["input_tokens"], "output_tokens": r["output_tokens"]}
         for r in rows
     }
+    # A reviewing model's calls about the thread's requests (agents.reviewing), as `model:<name>`.
+    reviews = (
+        ReviewCall.objects.filter(thread=thread)
+        .order_by("model")
+        .values("model")
+        .annotate(input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"))
+    )
+    for r in reviews:
+        by_agent[f"model:{r['model']}"] = {
+            "input_tokens": r["input_tokens"],
+            "output_tokens": r["output_tokens"],
+        }
     return {
         "input_tokens": sum(u["input_tokens"] for u in by_agent.values()),
         "output_tokens": sum(u["output_tokens"] for u in by_agent.values()),
