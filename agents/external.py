@@ -21,13 +21,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agents import events, grants, locks, policy, presentation, receipts, reminders
+from agents import events, grants, history, locks, policy, presentation, receipts, reminders
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
 from agents.reviewing import asking
 from agents.runtime.tools import BLOCKING, Tool
-from agents.tiers import Tier
 
 # An outside agent's frame: no model of the gateway runs it.
 MODEL = "external"
@@ -54,6 +53,9 @@ class Request:
     summary: str | None = None
     reject_reasons: tuple[str, ...] = ()
     risk: str = "normal"
+    # Its call cannot be undone: a reviewing model never decides it unless its setting allows
+    # (agents.reviewing.asking); an MCP server's tool_overrides say so.
+    irreversible: bool = False
     # The run's title, when its first request starts it (default: "<agent> run <run_id>").
     title: str = ""
 
@@ -131,14 +133,20 @@ def raise_request(
             summary=request.summary,
             reject_reasons=request.reject_reasons,
             risk=request.risk,
+            irreversible=request.irreversible,
         )
         shown = presentation.snapshot(tool)
         if request.kind == Suspension.Kind.CONFIRMATION:
             shown["approve_does"] = f"The agent runs {request.tool} with these arguments."
         expires_at = now + timedelta(seconds=request.timeout)
         in_force = policy.effective(rules.policy or {}, tool)
-        auto = policy.automatic(in_force, request.arguments)
+        # The rules, with their counts and sums over history (agents.history); an outside
+        # agent's tool carries no taint flags.
+        assessed = history.assess(in_force, agent.name, tool, request.arguments, thread, now)
+        auto = assessed.auto
         kept = policy.snapshot(in_force, thread)
+        if assessed.needs_person:
+            kept["needs_person"] = assessed.needs_person
         decided: dict[str, Any] = {}
         if auto is not None:
             kept["auto"] = auto.payload()
@@ -150,7 +158,7 @@ def raise_request(
                 "reason": auto.reason,
                 "decided_by_name": "policy",
                 "decided_at": now,
-                "tier": Tier.RULE,
+                "tier": auto.tier,
             }
         # No rule decided: a standing grant may (agents.grants), its use spent here.
         by_grant = (

@@ -11,10 +11,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import receipts
+from agents import external, receipts
 from agents.engine import Engine
 from agents.models import Event, Suspension, Thread
-from agents.rules import PolicyError, check_rule, rule_text
+from agents.rules import PolicyError, check_policy, check_rule, rule_text
 from tests.approvals.test_policy import PolicyTestCase, payer
 
 FIVE_AN_HOUR = (
@@ -190,3 +190,64 @@ class SumRaceTestCase:
         assert approved.tier == "history"
         waiting = Suspension.objects.get(thread_id__in=self.threads, status="pending")
         assert waiting.policy["needs_person"][0].endswith("sum(amount, 1h, per agent) is 400.")
+
+
+class OutsideAgentTestCase:
+    """An outside agent's requests (POST /api/requests, MCP's gated calls: agents.external)
+    meet the same tallies, per requester here, and race the same way."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], transactional_db: Any) -> None:
+        self.users = users
+        self.agent = external.agent_for("billing-bot", users["operator"])
+        self.agent.policy = check_policy(
+            {
+                "four_eyes": False,
+                "auto_approve": [
+                    {"count": "pay", "within": "1h", "per": "requester", "op": "<", "value": 3}
+                ],
+            },
+            "policy",
+        )
+        self.agent.save()
+
+    def raise_one(self, n: int) -> Suspension:
+        request = external.Request(
+            agent="billing-bot",
+            run_id=f"run-{n}",
+            tool="pay",
+            arguments={"amount": 120},
+            schema={"type": "object"},
+            prompt="",
+            kind="confirmation",
+            timeout=600,
+            on_timeout="reject",
+            key=f"k-{n}",
+        )
+        return external.raise_request(self.agent, self.agent, request, self.users["operator"])
+
+    def test_the_third_request_of_the_hour_waits(self) -> None:
+        assert [self.raise_one(n).status for n in range(3)] == ["approved", "approved", "pending"]
+        assert list(Suspension.objects.values_list("tier", flat=True)) == ["history"] * 2 + [""]
+
+    @pytest.mark.parametrize("round_", range(2))
+    def test_of_two_at_once_for_the_last_one_one_passes(self, round_: int) -> None:
+        assert self.raise_one(0).status == "approved"
+        barrier = threading.Barrier(2)
+        results: list[Any] = [None, None]
+
+        def run(i: int) -> None:
+            try:
+                barrier.wait()
+                results[i] = self.raise_one(i + 1).status
+            except Exception as e:
+                results[i] = e
+            finally:
+                connection.close()
+
+        workers = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        assert sorted(results) == ["approved", "pending"], results
