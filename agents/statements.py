@@ -261,15 +261,8 @@ _LOCK_SUSPENSION = Compiled(
 
 # A pending suspension, before its deadline, approved or rejected by a person (decide).
 # The receipt (agents.receipts) is signed before, under the same locks, and written with it.
-_DECIDED_FIELDS = {
-    "status",
-    "approved",
-    "reason",
-    "modified_args",
-    "receipt",
-    "receipt_seq",
-    "tier",
-}
+_DECIDED_FIELDS = {"status", "approved", "reason", "modified_args", "receipt", "receipt_seq"}
+_DECIDED_FIELDS |= {"tier"}  # who decided (agents.tiers): a person, or a model at this door
 _DECIDE = CompiledUpdate(
     lambda pk, now, by, name, status, approved, reason, args, receipt, seq, tier: (
         Suspension.objects.filter(pk=pk, status=S.PENDING).filter(
