@@ -298,7 +298,7 @@ TAGS = {
     "events": "The audit trail.",
     "requests": "Requests of agents that run elsewhere.",
     "webhooks": "Staff: webhook subscriptions and their deliveries.",
-    "metrics": "Staff: conversation figures.",
+    "metrics": "Staff: conversation figures and the tiers of review.",
 }
 
 
