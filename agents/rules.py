@@ -27,6 +27,8 @@ A policy is a mapping with any of these keys:
   API, A2A and Slack cannot carry the proof, so their approvals are refused.
 - `allow_grants`: false forbids standing grants on the tool (agents.grants): each of its
   requests waits for a person. True by default; a quorum above 1 forbids them too.
+- `review`: a reviewing model that recommends or decides the requests left to people
+  (agents.reviewing.setting has its keys); null turns off one an outer layer set.
 
 A policy is checked where it is declared: a tool's (agents.runtime.tools.Tool.policy), an agent
 file's (agents.agentfiles) and the admin's (agents.admin). agents.policy builds the policy in
@@ -37,6 +39,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from agents.reviewing.setting import ReviewError, check_review
 from agents.tallies import TallyError, check_tally, compare, is_tally, tally_text
 
 ALLOW = ("allow_accept", "allow_edit", "allow_respond", "allow_ignore")
@@ -49,6 +52,7 @@ KEYS = (
     *ALLOW,
     "step_up",
     "allow_grants",
+    "review",
 )
 OPS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in")
 ORDERING = ("<", "<=", ">", ">=")
@@ -132,6 +136,14 @@ def check_keys(policy: Any, where: str) -> dict[str, Any]:
             if not isinstance(rules, list) or len(rules) > MAX_RULES:
                 raise PolicyError(f"{where}.{key}: a list of at most {MAX_RULES} rules")
             found[key] = [check_rule(r, f"{where}.{key}[{i}]") for i, r in enumerate(rules)]
+    if "review" in policy:
+        try:
+            review = policy["review"]
+            found["review"] = (
+                None if review is None else check_review(review, f"{where}.review", check_rule)
+            )
+        except ReviewError as e:
+            raise PolicyError(str(e)) from e
     return found
 
 

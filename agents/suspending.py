@@ -22,6 +22,7 @@ from agents.checkpoints import Checkpoint
 from agents.leases import Lease
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.payloads import suspension_payload
+from agents.reviewing import asking
 from agents.runtime import messages as msgs
 from agents.runtime.turn import Decision, Frame, TurnResult
 from agents.step import Step
@@ -169,6 +170,8 @@ class Suspensions:
                     policy=kept,
                     **decided,
                 )
+                # Left to people: a reviewing model may look first (agents.reviewing).
+                asking.ask_later(s, call.tool)
                 # Signed before the insert, which writes it (the thread's row is locked:
                 # Lease.end or Lease.renew above).
                 if auto is not None:

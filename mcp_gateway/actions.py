@@ -12,7 +12,7 @@ from agents import events, external
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from mcp_gateway.models import Upstream, UpstreamCall
-from mcp_gateway.upstreams import override
+from mcp_gateway.upstreams import irreversible, override
 
 ATTEMPTS = 3
 
@@ -92,6 +92,7 @@ def attach_or_raise(
             key=key,
             description=described.description or "",
             title=f"{user.username}'s MCP calls to {upstream.name}",
+            irreversible=irreversible(upstream, tool),
         )
 
     return ask(agent, rules, user, call_key(user, tool, arguments), build, upstream_call=arguments)

@@ -29,7 +29,7 @@ FIELDS = {
     "callers",
     "revision",
 }
-OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout"}
+OVERRIDE_FIELDS = {"execution_mode", "timeout", "on_timeout", "irreversible"}
 # `${NAME}` in a header's value: the environment variable, read at call time.
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_TIMEOUT = 3600
@@ -133,6 +133,8 @@ def check(spec: Any, where: str) -> dict[str, Any]:
             raise AgentFileError(f"{where}: tool_overrides.{tool}.timeout: whole seconds")
         if o.get("on_timeout", ON_TIMEOUT[0]) not in ON_TIMEOUT:
             raise AgentFileError(f"{where}: tool_overrides.{tool}.on_timeout: one of {ON_TIMEOUT}")
+        if not isinstance(o.get("irreversible", False), bool):
+            raise AgentFileError(f"{where}: tool_overrides.{tool}.irreversible: true or false")
     callers = spec.get("callers") or []
     if not isinstance(callers, list) or not all(isinstance(g, str) and g for g in callers):
         raise AgentFileError(f"{where}: 'callers' must be a list of group names")
@@ -208,3 +210,9 @@ def override(upstream: Upstream, tool: str) -> tuple[int, str]:
     """The tool's (timeout, on_timeout) for its requests."""
     o = upstream.tool_overrides.get(tool, {})
     return int(o.get("timeout", DEFAULT_TIMEOUT)), o.get("on_timeout", "reject")
+
+
+def irreversible(upstream: Upstream, tool: str) -> bool:
+    """Its calls cannot be undone, as the upstream's tool_overrides say: a reviewing model
+    never decides them unless its setting allows (agents.reviewing)."""
+    return bool(upstream.tool_overrides.get(tool, {}).get("irreversible", False))

@@ -34,6 +34,7 @@ OVERRIDES = frozenset(
         "reminders",
         "escalate_to",
         "escalate_at",
+        "irreversible",
         "summary",
         "reject_reasons",
         "risk",
@@ -122,6 +123,9 @@ class Tool:
     reads_untrusted: bool = False
     reads_private: bool = False
     sends_outward: bool = False
+    # What it does cannot be undone (a payment sent, a record deleted): a reviewing model
+    # (agents.reviewing) never decides its calls unless its setting says `irreversible: true`.
+    irreversible: bool = False
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -161,6 +165,8 @@ class Tool:
         for flag in ("reads_untrusted", "reads_private", "sends_outward"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{self.name}: {flag} must be true or false")
+        if not isinstance(self.irreversible, bool):
+            raise ValueError(f"{self.name}: irreversible must be true or false")
         # A list in an agent file: kept as a tuple, so the frozen tool stays hashable.
         object.__setattr__(
             self, "reject_reasons", check_reject_reasons(self.reject_reasons, self.name)
@@ -272,6 +278,7 @@ class ToolRegistry:
         reads_untrusted: bool = False,
         reads_private: bool = False,
         sends_outward: bool = False,
+        irreversible: bool = False,
     ) -> Callable[[Callable[[dict[str, Any], ToolContext], Any]], Tool]:
         """Declare a tool from a function of (args, context):
 
@@ -300,6 +307,7 @@ class ToolRegistry:
                     reads_untrusted=reads_untrusted,
                     reads_private=reads_private,
                     sends_outward=sends_outward,
+                    irreversible=irreversible,
                 )
             )
 
