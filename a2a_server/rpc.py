@@ -1,6 +1,6 @@
 """POST /a2a: A2A's JSON-RPC binding. The 1.0 method names when the request says
 `A2A-Version: 1.0`; the 0.3 names when it says 0.3 or nothing, as the specification has a
-server read a missing header; in both, the seed's tasks/provideInputAndContinue and
+server read a missing header; in both, this gateway's own tasks/provideInputAndContinue and
 tasks/getInputRequired. Streams answer text/event-stream, one JSON-RPC response per event,
 each with its cursor as the SSE id (a2a_server.handler.Cursor).
 
