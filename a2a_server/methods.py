@@ -1,6 +1,7 @@
 """The A2A methods by name: for 1.0 and for 0.3, the request type a method's params parse
 into and what answers it (a2a_server.handler, through the SDK's RequestHandler03 for the 0.3
-names), and the two of earlier versions, tasks/provideInputAndContinue and tasks/getInputRequired."""
+names), and this gateway's own tasks/provideInputAndContinue and
+tasks/getInputRequired."""
 
 from collections.abc import Callable
 from typing import Any
