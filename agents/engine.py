@@ -2,8 +2,7 @@
 
 `advance(thread_id)` is what the Celery tasks call. It claims the thread with a lease (a
 conditional update, so at most one worker runs a thread: invariant 3; agents.leases), then
-runs it (agents.runs.Run): a loop over the stack as the seed's orchestration loop does,
-without recursion.
+runs it (agents.runs.Run): a loop over the stack, top frame first, without recursion.
 
 A tool runs outside any database transaction, so a slow tool holds no lock that a decision, a
 cancel or another thread needs. Before it runs, the assistant message that asked for it is

@@ -175,7 +175,7 @@ class Instances:
 
     def fail(self, step: Step, error: Exception) -> None:
         """Something unexpected broke inside an instance: that call gets an error result
-        (the seed's "Error: {e}") and its siblings and caller go on."""
+        ("Error: {e}", as a tool's failure is) and its siblings and caller go on."""
         now = self.lease.clock()
         text = agent_tools.error_message(error)
         with transaction.atomic():

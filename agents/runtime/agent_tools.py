@@ -1,7 +1,7 @@
 """Agents as tools: each agent named in `agents_as_tools` is offered as a tool `agent__<name>`.
 
 A call runs an instance of that agent on the call's arguments, mapped to one user message by
-`input_text` (seeds/agents-as-tools.md §4.2); the instance's final text is the call's result.
+`input_text` (docs/connect/inside.md); the instance's final text is the call's result.
 This module only describes the tools; the engine runs the calls itself, never through
 `Tool.func`, so it stays free of the database.
 """

@@ -1,4 +1,4 @@
-"""The agent loop: run one frame until it needs someone (see seeds/interactive-agents-stack.md)."""
+"""The agent loop: run one frame until it needs someone (docs/how-it-works.md)."""
 
 import json
 import logging

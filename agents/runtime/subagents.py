@@ -2,7 +2,7 @@
 
 The child takes over the conversation: the user talks to it until it calls `complete(result)`,
 and the result becomes its parent's tool_result for the `use_skill`/`use_agent` call that
-started it (see seeds/interactive-agents-stack.md). This module stays free of the database: it
+started it (docs/how-it-works.md). This module stays free of the database: it
 looks agents up through an `AgentResolver` the caller hands to `execute_turn(agents=...)`,
 which reaches the tools as `ToolContext.agents` (the engine passes `agents.starting.find_agent`).
 
