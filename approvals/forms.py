@@ -4,12 +4,17 @@ from django import forms
 from django.conf import settings
 from django.core import validators
 
+from agents import external
 from agents.models import AgentDefinition
 
 
 class NewRunForm(forms.Form):
+    # The agents the gateway runs: not an MCP server's or an outside agent's (their requests
+    # come from outside; no model of the gateway runs them).
     agent = forms.ModelChoiceField(
-        queryset=AgentDefinition.objects.all(), to_field_name="name", empty_label="Choose an agent"
+        queryset=AgentDefinition.objects.exclude(model=external.MODEL),
+        to_field_name="name",
+        empty_label="Choose an agent",
     )
     message = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}))
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Self
 from django.conf import settings
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from agents import grants
+from agents import external, grants
 from approvals.contract import UNKNOWN, Inside, Wrong, body, inside, says, sent, within, written
 from approvals.http import parse_uuid
 from approvals.openapi import Body
@@ -34,8 +34,15 @@ class StartRun(Body):
         if not name:
             raise Wrong(says(cls, "agent"))
         named = (info.context or {}).get("agent_named")
-        if named is not None and named(name) is None:
+        if named is None:
+            return name
+        agent = named(name)
+        if agent is None:
             raise Wrong(f"No agent named {name!r}.")
+        if agent.model == external.MODEL:
+            # An MCP server's or an outside agent's: its requests come from outside, and no
+            # model of the gateway runs it.
+            raise Wrong(f"{name!r} is not run by the gateway: its requests come from outside.")
         return name
 
     @field_validator("message", mode="before")

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents import decisions, replies, starting
+from agents import decisions, external, replies, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 
@@ -155,6 +155,23 @@ class NewRunTestCase:
         assert not Thread.objects.exists()
         html = r.content.decode()
         assert "Select a valid choice" in html and "This field is required" in html
+
+    def test_an_mcp_servers_agent_is_not_offered_nor_started(self, api: Any) -> None:
+        # An MCP server's agent definition (mcp_gateway.upstreams.mirror) holds its policy;
+        # its requests come from outside, and no model of the gateway runs it.
+        AgentDefinition.objects.create(name="files", model=external.MODEL)
+        client = Client()
+        client.force_login(self.users["reviewer"])
+        page = client.get("/runs/new/").content.decode()
+        assert 'value="chatty"' in page and 'value="files"' not in page
+        r = client.post("/runs/new/", {"agent": "files", "message": "Hello"})
+        assert r.status_code == 200 and "Select a valid choice" in r.content.decode()
+        r = api("operator").post("/api/threads", {"agent": "files", "message": "Hello"})
+        assert r.status_code == 400
+        assert r.json()["fields"]["agent"] == (
+            "'files' is not run by the gateway: its requests come from outside."
+        )
+        assert not Thread.objects.exists()
 
     def test_an_outsider_cannot_start_runs(self) -> None:
         client = Client()
