@@ -217,7 +217,10 @@ def _step(e: Event) -> dict[str, Any]:
         "at": e.created_at,
         # A rule of the policy decides with no person as actor (agents.policy).
         # So does a standing grant (agents.grants).
-        "actor": e.actor_name or (p.get("by") if p.get("by") in ("policy", "grant") else ""),
+        # A reviewing model too (agents.reviewing), named by its decision: `model:<name>`.
+        "actor": e.actor_name
+        or (p.get("by") if p.get("by") in ("policy", "grant") else "")
+        or (p.get("decided_by") if str(p.get("decided_by") or "").startswith("model:") else ""),
         # A tool's result or a reviewer's answer may be long: cut, whole at the event's URL.
         "detail": excerpt.cut(detail, url=excerpt.event_url(e.id)),
     }

@@ -9,6 +9,7 @@ from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
 from agents.reviewing import verdicts
 from approvals.api.payloads import thread_usage
+from approvals.audit import timelines
 from tests.conftest import ROOT, operator
 
 APPROVE_SMALL = """{model: scripted, mode: decide, %(extra)s script: [
@@ -83,6 +84,10 @@ class DemoTestCase:
             "escalated",
             "escalate",
         )
+        # The audit trail names it as the decider, beside what it said.
+        steps = {(x["label"], x["actor"]) for x in timelines([small])[small.pk]}
+        assert ("Decided", "model:scripted") in steps
+        assert ("Reviewed by a model", "") in steps
         # Its tokens count in the run's usage, beside the agent's.
         assert thread_usage(small.thread)["by_agent"]["model:scripted"]["input_tokens"] > 0
 
