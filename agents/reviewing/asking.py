@@ -66,7 +66,8 @@ def charge(s: Suspension, setting: Setting, now: datetime) -> Charge:
     worker: the agent's row is locked while its last minute's calls are counted and this one
     written)."""
     with transaction.atomic():
-        list(AgentDefinition.objects.select_for_update().filter(name=s.agent_name).values("pk"))
+        agent = AgentDefinition.objects.select_for_update(no_key=True).filter(name=s.agent_name)
+        list(agent.values("pk"))
         if ReviewCall.objects.filter(suspension_id=s.pk).exists():
             return Charge.TWICE
         recent = ReviewCall.objects.filter(agent_name=s.agent_name, created_at__gt=now - MINUTE)

@@ -4,6 +4,8 @@ run's usage."""
 
 from typing import Any
 
+from django.test import Client
+
 from agents import receipts, starting
 from agents.engine import Engine
 from agents.models import AgentDefinition, Event, Suspension, Thread
@@ -84,6 +86,12 @@ class DemoTestCase:
             "escalated",
             "escalate",
         )
+        # The large one's card says what the model said, in a box of its own.
+        client = Client()
+        client.force_login(users["reviewer"])
+        html = client.get(f"/fragments/suspensions/{large.pk}/card").content.decode()
+        assert 'aria-label="Reviewing model"' in html
+        assert "Above 100 EUR, so a person checks it against the claim." in html
         # The audit trail names it as the decider, beside what it said.
         steps = {(x["label"], x["actor"]) for x in timelines([small])[small.pk]}
         assert ("Decided", "model:scripted") in steps
