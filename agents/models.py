@@ -410,6 +410,13 @@ class Suspension(models.Model):
                 fields=["expires_at"], name="suspension_overdue_idx", condition=Q(status="pending")
             ),
             models.Index(fields=["thread", "created_at"], name="suspension_thread_idx"),
+            # agents.history.Window: an agent's requests of a tool in a window, approved or
+            # still waiting (a count or a sum over history, per agent).
+            models.Index(
+                fields=["agent_name", "tool_name", "created_at"],
+                name="suspension_tally_idx",
+                condition=Q(status__in=["approved", "pending"]),
+            ),
             # approvals.triage: the pending requests that are the same call, counted whole.
             models.Index(
                 fields=["args_hash", "agent_name", "tool_name"],
