@@ -11,9 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import external, receipts
+from agents import external, grants, receipts
 from agents.engine import Engine
-from agents.models import Event, Suspension, Thread
+from agents.models import Event, Grant, Suspension, Thread
 from agents.rules import PolicyError, check_policy, check_rule, rule_text
 from tests.approvals.test_policy import PolicyTestCase, payer
 
@@ -251,3 +251,54 @@ class OutsideAgentTestCase:
         for t in workers:
             t.join()
         assert sorted(results) == ["approved", "pending"], results
+
+
+class GrantTallyTestCase:
+    """A standing grant's conditions are the rules' language: a tally in them is read as a
+    rule's is, so a grant may approve at most so many calls an hour, whatever its count."""
+
+    @pytest.fixture(autouse=True)
+    def setup(self, users: dict[str, Any], db: Any) -> None:
+        self.users = users
+        self.agent = external.agent_for("refunder", users["operator"])
+        terms = grants.Terms.check(
+            {
+                "seconds": 3600,
+                "max_uses": 10,
+                "conditions": [
+                    {"count": "refund", "within": "1h", "per": "agent", "op": "<=", "value": 2}
+                ],
+            }
+        )
+        self.grant = Grant.objects.create(
+            agent_name="refunder",
+            tool_name="refund",
+            conditions=list(terms.conditions),
+            max_uses=terms.max_uses,
+            created_by=users["reviewer"],
+            created_by_name="alice",
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
+
+    def raise_one(self, n: int) -> Suspension:
+        request = external.Request(
+            agent="refunder",
+            run_id=f"run-{n}",
+            tool="refund",
+            arguments={"amount": 5},
+            schema={"type": "object"},
+            prompt="",
+            kind="confirmation",
+            timeout=600,
+            on_timeout="reject",
+            key=f"k-{n}",
+        )
+        return external.raise_request(self.agent, self.agent, request, self.users["operator"])
+
+    def test_the_grant_approves_two_an_hour(self) -> None:
+        made = [self.raise_one(n) for n in range(3)]
+        assert [s.status for s in made] == ["approved", "approved", "pending"]
+        assert [s.tier for s in made] == ["grant", "grant", ""]
+        assert made[0].reason.endswith("refund when count(refund, 1h, per agent) <= 2")
+        self.grant.refresh_from_db()
+        assert self.grant.uses == 2

@@ -124,3 +124,25 @@ class TaintTestCase:
         assert tool.with_overrides({"reads_untrusted": True}).reads_untrusted is True
         with pytest.raises(ValueError, match="reads_untrusted must be true or false"):
             tool.with_overrides({"reads_untrusted": "yes"})
+
+    def test_a_reading_call_that_was_refused_read_nothing(self) -> None:
+        """A blocking reader a rule rejected never ran: the run is not tainted by it."""
+        text = (
+            researcher()
+            .replace(
+                "lookup_account: {reads_untrusted: true}",
+                "lookup_account: {reads_untrusted: true, execution_mode: blocking}",
+            )
+            .replace(
+                "policy: {four_eyes: false,",
+                "policy: {tools: {lookup_account: {auto_reject: "
+                "[{arg: account, op: '==', value: ACC-1}]}}, four_eyes: false,",
+            )
+        )
+        self.load_agents(text)
+        r = self.api("operator").post("/api/threads", {"agent": "researcher", "message": "go"})
+        thread = Thread.objects.get(pk=r.json()["id"])
+        Engine().advance(thread.pk)
+        read, send = Suspension.objects.filter(thread=thread).order_by("created_at", "id")
+        assert (read.tool_name, read.status) == ("lookup_account", "rejected")
+        assert (send.tool_name, send.status, send.tier) == ("send_email", "approved", "grant")
