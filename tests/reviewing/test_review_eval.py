@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.reviewing.standin import MessagesStandIn
+
 SETTING = """
 model: scripted
 mode: decide
@@ -115,3 +117,26 @@ agents:
 def test_an_agent_without_a_setting_is_refused(db: Any, export: Path) -> None:
     with pytest.raises(CommandError, match="no agent 'payer'"):
         call_command("review_eval", str(export), "--agent", "payer")
+
+
+def test_a_claude_setting_is_asked_through_the_api_and_its_tokens_are_the_cost(
+    db: Any, tmp_path: Path, export: Path, messages_api: MessagesStandIn
+) -> None:
+    setting = tmp_path / "review.json"
+    setting.write_text(json.dumps({"model": "claude-haiku-4-5", "mode": "shadow"}))
+    messages_api.decide("approve", "Routine.")
+    out = StringIO()
+
+    call_command(
+        "review_eval", str(export), "--agent", "payer", "--setting", str(setting), stdout=out
+    )
+
+    said = out.getvalue()
+    assert "Agreement with people: 1 of 3 it decided (33.3%)" in said
+    assert "Approvals people rejected: 2" in said
+    # The stand-in counts 640 input and 41 output tokens a call.
+    assert "Cost: 1,920 input tokens, 123 output tokens." in said
+    assert len(messages_api.requests) == 3
+    # Each replayed request is shown the people's decisions before it as its recent history.
+    last = messages_api.requests[-1]["messages"][0]["content"]
+    assert '"outcome": "approved"' in last and '"outcome": "rejected"' in last
