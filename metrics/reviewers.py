@@ -71,9 +71,9 @@ def _decisions(since: datetime, until: datetime) -> Made:
         kind=Suspension.Kind.CONFIRMATION,
         status__in=[S.APPROVED, S.REJECTED],
         decided_by__isnull=False,
-    ).values_list("pk", "decided_by_id", "decided_by_name", "approved", "decided_at")
-    for pk, user, name, approved, at in decided.iterator(2000):
-        found[pk, user] = (name, bool(approved), at)
+    ).values_list("pk", "decided_by_id", "decided_by_name", "status", "decided_at")
+    for pk, user, name, status, at in decided.iterator(2000):
+        found[pk, user] = (name, status == S.APPROVED, at)
     votes = Vote.objects.filter(
         created_at__gte=since, created_at__lt=until, user__isnull=False
     ).values_list("suspension_id", "user_id", "user_name", "approved", "created_at")

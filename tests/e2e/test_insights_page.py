@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -27,6 +28,8 @@ class InsightsPageTestCase:
         now = timezone.now()
         history.day(now)
         history.suspension("support", now - timedelta(hours=3))  # pending in every window
+        # The tiers of review: a rule, a grant, a model, people after a shadow model's advice.
+        history.tiers(now, User.objects.get(username="alice"))
         # And one request of today, raised and approved through the API and the worker.
         api = site.api("reviewer")
         tid = start(api, "payer")
@@ -67,6 +70,10 @@ class InsightsPageTestCase:
             assert box["height"] > 100
         expect(page.locator("#chart-requests rect.bar").first).to_be_visible()
         expect(page.locator("#chart-pending .line").first).to_be_visible()
+        # The tiers of review under the charts (tests/metrics/test_tiers.py checks the figures).
+        expect(page.locator("#tier-table tr.all")).to_contain_text("All agents")
+        expect(page.locator("table.confusion")).to_have_count(1)
+        expect(page.locator('#reviewer-table tr[data-reviewer="alice"] .quick')).to_have_text("1")
 
     def test_a_desktop_shows_the_figures_and_the_charts(self) -> None:
         page = self.site.login("admin")

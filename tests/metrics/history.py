@@ -42,9 +42,11 @@ def suspension(
     tool: str = "transfer_funds",
     kind: str = Suspension.Kind.CONFIRMATION,
     resumed_after: float | None = None,
+    tier: str | None = None,
 ) -> Made:
     """A suspension raised at `raised_at` and, unless pending, closed `after` seconds later
-    with `status` (and resumed `resumed_after` seconds after that)."""
+    with `status` (and resumed `resumed_after` seconds after that), by `tier` (agents.tiers;
+    by default a person's approval or rejection, the deadline's timeout)."""
     thread, frame = _thread(agent)
     s = Suspension.objects.create(
         thread=thread,
@@ -58,8 +60,10 @@ def suspension(
     )
     closed = raised_at + timedelta(seconds=after) if status != S.PENDING else None
     resumed = closed + timedelta(seconds=resumed_after) if closed and resumed_after else None
+    if tier is None:
+        tier = {S.APPROVED: "person", S.REJECTED: "person", S.TIMED_OUT: "deadline"}.get(status, "")
     Suspension.objects.filter(pk=s.pk).update(
-        created_at=raised_at, decided_at=closed, resumed_at=resumed
+        created_at=raised_at, decided_at=closed, resumed_at=resumed, tier=tier
     )
     s.refresh_from_db()
     outcome = {S.APPROVED: "answered", S.REJECTED: "answered"}.get(status, status)
@@ -134,3 +138,27 @@ def day(now: datetime, seed: int = 11) -> list[Made]:
 
 def any_of(made: list[Made], **match: Any) -> list[Made]:
     return [m for m in made if all(getattr(m, k) == v for k, v in match.items())]
+
+
+def tiers(now: datetime, reviewer: Any) -> None:
+    """The last hour of the tiers of review, for the metrics page's tables: requests a rule, a
+    grant, a history rule and a model decided; people's decisions after a shadow model's
+    recommendation; and `reviewer`'s decisions with the moment each card was shown."""
+    from presence.models import CardView
+
+    for n, tier in enumerate(["rule", "rule", "grant", "history", "model", "model", "model"]):
+        suspension("payments", now - timedelta(minutes=50 - n), S.APPROVED, after=1, tier=tier)
+    shadowed = [("approve", S.APPROVED)] * 6 + [("approve", S.REJECTED), ("reject", S.REJECTED)]
+    shadowed += [("escalate", S.APPROVED), ("reject", S.APPROVED)]
+    for n, (said, status) in enumerate(shadowed):
+        made = suspension("payments", now - timedelta(minutes=40 - n), status, after=2 + 5 * n)
+        assert made.suspension is not None and made.closed_at is not None
+        s = made.suspension
+        review = {"model": "scripted", "mode": "shadow", "recommendation": said, "reason": "r"}
+        Suspension.objects.filter(pk=s.pk).update(
+            review=review, decided_by=reviewer, decided_by_name=reviewer.username
+        )
+        # Shown a second after it was raised: the quick ones were approved within 2 s.
+        CardView.objects.create(
+            suspension=s, user=reviewer, first_shown_at=made.raised_at + timedelta(seconds=1)
+        )
