@@ -4,6 +4,7 @@ standing grant would approve it, and the card says why. A run that read nothing 
 by the grant as before (tier `grant`); a rule may still reject a tainted call."""
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,3 +147,32 @@ class TaintTestCase:
         read, send = Suspension.objects.filter(thread=thread).order_by("created_at", "id")
         assert (read.tool_name, read.status) == ("lookup_account", "rejected")
         assert (send.tool_name, send.status, send.tier) == ("send_email", "approved", "grant")
+
+
+class DemoTestCase:
+    """The demo's `pettycash` shows both: a history rule approves two payments and leaves the
+    third to a person, then the email after an account was read waits, each card saying why."""
+
+    def test_the_demo_agent_shows_history_and_taint(
+        self, users: dict[str, Any], api: Any, load_agents: Any
+    ) -> None:
+        load_agents((Path(__file__).resolve().parents[2] / "demo" / "agents.yaml").read_text())
+        r = api("operator").post("/api/threads", {"agent": "pettycash", "message": "pay"})
+        thread = Thread.objects.get(pk=r.json()["id"])
+        Engine().advance(thread.pk)
+        payments = list(Suspension.objects.filter(thread=thread).order_by("created_at", "id"))
+        assert [(s.status, s.tier) for s in payments] == [
+            ("approved", "history"),
+            ("approved", "history"),
+            ("pending", ""),
+        ]
+        assert "is 3." in payments[2].policy["needs_person"][0]
+        third = payments[2]
+        path = f"/api/threads/{thread.pk}/suspensions/{third.pk}/resume"
+        assert api("reviewer").post(path, {"approved": True}).status_code == 202
+        Engine().advance(thread.pk)
+        email = Suspension.objects.get(thread=thread, tool_name="send_email")
+        assert email.status == "pending"
+        assert email.policy["needs_person"][0].startswith(
+            "This run read private data (lookup_account) at "
+        )
