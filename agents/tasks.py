@@ -5,26 +5,14 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 
 from agents import cancelling, deadlines, grants, reminders, replies
 from agents.engine import engine
 from agents.reviewing import verdicts
+from agents.task_options import TASK_OPTIONS
 from infra import last_runs
 
 log = logging.getLogger(__name__)
-
-TASK_OPTIONS = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "ignore_result": True,
-    # A busy SQLite file, a dropped database connection, a cancelled statement, a lock
-    # timeout or a deadlock (agents.runs.Run.reraises): the step is tried again; what was
-    # saved before it is not run again.
-    "autoretry_for": (OperationalError, InterfaceError),
-    "retry_backoff": 0.2,
-    "max_retries": 5,
-}
 
 
 @shared_task(**TASK_OPTIONS)

@@ -25,9 +25,13 @@ from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from celery import current_app
-from django.db import InterfaceError, OperationalError, models, transaction
+from django.db import models, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+
+# A channel's fan-out and send tasks are declared with the engine's options, named here for
+# the channels; the transport's own failures are the outbox's to retry and log.
+from agents.task_options import TASK_OPTIONS as TASK_OPTIONS
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +39,6 @@ log = logging.getLogger(__name__)
 # crash before the enqueue) is enqueued again by the sweep (Outbox.enqueue_due).
 QUEUED_GRACE = timedelta(seconds=60)
 ERROR_KEPT = 2000
-
-# The options of a channel's fan-out and send tasks: acknowledged once run (a worker killed
-# mid-task leaves it to another), and tried again on the database's transient errors (a busy
-# SQLite file, a dropped connection, a deadlock). A delivery sent before such an error may go
-# again; its receiver dedupes (a webhook's webhook-id, a Slack message kept per conversation).
-# The transport's own failures are the outbox's to retry and log.
-TASK_OPTIONS: dict[str, Any] = {
-    "acks_late": True,
-    "reject_on_worker_lost": True,
-    "ignore_result": True,
-    "autoretry_for": (OperationalError, InterfaceError),
-    "retry_backoff": 0.2,
-    "max_retries": 5,
-}
 
 
 @dataclass(frozen=True)

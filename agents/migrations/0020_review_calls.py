@@ -6,31 +6,94 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0019_review_tiers'),
+        ("agents", "0019_review_tiers"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='event',
-            name='type',
-            field=models.CharField(choices=[('THREAD_STARTED', 'Thread Started'), ('USER_MESSAGE', 'User Message'), ('AGENT_MESSAGE', 'Agent Message'), ('TOOL_CALLED', 'Tool Called'), ('TOOL_RESULT', 'Tool Result'), ('AGENT_SUSPENDED', 'Agent Suspended'), ('SUSPENSION_DECIDED', 'Suspension Decided'), ('SUSPENSION_TIMEOUT', 'Suspension Timeout'), ('SUSPENSION_CANCELLED', 'Suspension Cancelled'), ('AGENT_RESUMED', 'Agent Resumed'), ('FRAME_PUSHED', 'Frame Pushed'), ('FRAME_POPPED', 'Frame Popped'), ('THREAD_WAITING', 'Thread Waiting'), ('THREAD_SUSPENDED', 'Thread Suspended'), ('THREAD_RESUMED', 'Thread Resumed'), ('THREAD_COMPLETED', 'Thread Completed'), ('THREAD_FAILED', 'Thread Failed'), ('THREAD_CANCELLED', 'Thread Cancelled'), ('THREAD_CANCELLING', 'Thread Cancelling'), ('INSTANCE_STARTED', 'Instance Started'), ('INSTANCE_FINISHED', 'Instance Finished'), ('INPUT_REQUIRED', 'Input Required'), ('INPUT_PROVIDED', 'Input Provided'), ('INPUT_TIMEOUT', 'Input Timeout'), ('SUSPENSION_REMINDER', 'Suspension Reminder'), ('SUSPENSION_ESCALATED', 'Suspension Escalated'), ('SUSPENSION_EXTENDED', 'Suspension Extended'), ('SUSPENSION_VOTED', 'Suspension Voted'), ('SUSPENSION_IGNORED', 'Suspension Ignored'), ('TOKEN_CREATED', 'Token Created'), ('TOKEN_REVOKED', 'Token Revoked'), ('AGENT_VERSION_CREATED', 'Agent Version Created'), ('MCP_TOOL_CALLED', 'Mcp Tool Called'), ('GRANT_CREATED', 'Grant Created'), ('GRANT_USED', 'Grant Used'), ('GRANT_REVOKED', 'Grant Revoked'), ('GRANT_EXPIRED', 'Grant Expired'), ('RECEIPT_KEY_ROTATED', 'Receipt Key Rotated'), ('SUSPENSION_REVIEWED', 'Suspension Reviewed')], max_length=40),
+            model_name="event",
+            name="type",
+            field=models.CharField(
+                choices=[
+                    ("THREAD_STARTED", "Thread Started"),
+                    ("USER_MESSAGE", "User Message"),
+                    ("AGENT_MESSAGE", "Agent Message"),
+                    ("TOOL_CALLED", "Tool Called"),
+                    ("TOOL_RESULT", "Tool Result"),
+                    ("AGENT_SUSPENDED", "Agent Suspended"),
+                    ("SUSPENSION_DECIDED", "Suspension Decided"),
+                    ("SUSPENSION_TIMEOUT", "Suspension Timeout"),
+                    ("SUSPENSION_CANCELLED", "Suspension Cancelled"),
+                    ("AGENT_RESUMED", "Agent Resumed"),
+                    ("FRAME_PUSHED", "Frame Pushed"),
+                    ("FRAME_POPPED", "Frame Popped"),
+                    ("THREAD_WAITING", "Thread Waiting"),
+                    ("THREAD_SUSPENDED", "Thread Suspended"),
+                    ("THREAD_RESUMED", "Thread Resumed"),
+                    ("THREAD_COMPLETED", "Thread Completed"),
+                    ("THREAD_FAILED", "Thread Failed"),
+                    ("THREAD_CANCELLED", "Thread Cancelled"),
+                    ("THREAD_CANCELLING", "Thread Cancelling"),
+                    ("INSTANCE_STARTED", "Instance Started"),
+                    ("INSTANCE_FINISHED", "Instance Finished"),
+                    ("INPUT_REQUIRED", "Input Required"),
+                    ("INPUT_PROVIDED", "Input Provided"),
+                    ("INPUT_TIMEOUT", "Input Timeout"),
+                    ("SUSPENSION_REMINDER", "Suspension Reminder"),
+                    ("SUSPENSION_ESCALATED", "Suspension Escalated"),
+                    ("SUSPENSION_EXTENDED", "Suspension Extended"),
+                    ("SUSPENSION_VOTED", "Suspension Voted"),
+                    ("SUSPENSION_IGNORED", "Suspension Ignored"),
+                    ("TOKEN_CREATED", "Token Created"),
+                    ("TOKEN_REVOKED", "Token Revoked"),
+                    ("AGENT_VERSION_CREATED", "Agent Version Created"),
+                    ("MCP_TOOL_CALLED", "Mcp Tool Called"),
+                    ("GRANT_CREATED", "Grant Created"),
+                    ("GRANT_USED", "Grant Used"),
+                    ("GRANT_REVOKED", "Grant Revoked"),
+                    ("GRANT_EXPIRED", "Grant Expired"),
+                    ("RECEIPT_KEY_ROTATED", "Receipt Key Rotated"),
+                    ("SUSPENSION_REVIEWED", "Suspension Reviewed"),
+                ],
+                max_length=40,
+            ),
         ),
         migrations.CreateModel(
-            name='ReviewCall',
+            name="ReviewCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_name', models.CharField(max_length=100)),
-                ('model', models.CharField(max_length=100)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('suspension', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='review_call', to='agents.suspension')),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='agents.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("agent_name", models.CharField(max_length=100)),
+                ("model", models.CharField(max_length=100)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                (
+                    "suspension",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="review_call",
+                        to="agents.suspension",
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="agents.thread",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['agent_name', 'created_at'], name='review_call_budget_idx')],
+                "indexes": [
+                    models.Index(fields=["agent_name", "created_at"], name="review_call_budget_idx")
+                ],
             },
         ),
     ]
