@@ -26,6 +26,11 @@ agents:
     script: [{text: Nothing to do.}]
     policy:
       auto_reject: [{arg: amount, op: ">", value: 500}]
+  - name: two-eyes
+    model: scripted
+    script: [{text: Nothing to do.}]
+    policy:
+      quorum: 2
 """
 
 
@@ -128,6 +133,25 @@ class TiersTestCase:
         # A window that holds none of them counts none.
         with time_machine.travel(timezone.now() + timedelta(hours=1)):
             assert staff.get("/api/metrics/tiers?window=30m").json()["all"]["total"] == 0
+
+    def test_the_vote_that_completes_a_quorum_is_a_persons_decision(self) -> None:
+        body = self.raise_request("quorum", policy="two-eyes")
+        self.decide(body, True)
+        assert Suspension.objects.get(pk=body["id"]).tier == ""  # one vote: still pending
+        teammate = Caller(self.users["teammate"], "decide")
+        path = f"/api/threads/{body['thread']}/suspensions/{body['id']}/resume"
+        assert teammate.post(path, {"approved": True}).status_code == 202
+        s = Suspension.objects.get(pk=body["id"])
+        assert (s.status, s.tier) == ("approved", "person")
+
+        found = Caller(self.users["admin"], "admin").get("/api/metrics/tiers").json()
+
+        assert found["all"]["decided"]["person"] == 1
+        # Both reviewers decided it: each vote is one of their decisions.
+        assert {r["reviewer"]: r["decisions"] for r in found["reviewers"]} == {
+            "alice": 1,
+            "bob": 1,
+        }
 
     def test_the_api_is_for_staff_or_the_metrics_token(self) -> None:
         assert self.reviewer.get("/api/metrics/tiers").status_code == 403
