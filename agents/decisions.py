@@ -25,7 +25,9 @@ S = Suspension.Status
 
 
 @dataclass
-class Decided:
+class Taken:
+    """What `decide` or `ignore` did (agents.door words it as an Outcome for the channels)."""
+
     suspension: Suspension
     created: bool  # this call took the decision, or cast its vote (False: it was already taken)
     # A quorum's vote that did not decide yet: who approved so far and how many are needed.
@@ -67,7 +69,7 @@ def decide(
     now: datetime | None = None,
     tier: Tier = Tier.PERSON,
     by: Machine | None = None,
-) -> Decided:
+) -> Taken:
     """Record a person's decision: {"approved", "reason", "modifiedArgs"} or {"response"}
     (the answer to a question, or, to a confirmation whose policy allows it, a reviewer's
     response: the tool does not run and the model gets the text as its result).
@@ -115,7 +117,7 @@ def decide(
             if policy.of(locked)["quorum"] > 1 and "response" not in decision:
                 votes = _vote(locked, user, decision, now)
                 if votes["approvals"] < votes["required"] and decision["approved"]:
-                    return Decided(locked, created=True, votes=votes)
+                    return Taken(locked, created=True, votes=votes)
                 if decision["approved"]:
                     # What the quorum approved: the latest edit (None: the arguments as sent).
                     fields["modified_args"] = locked.modified_args
@@ -139,7 +141,7 @@ def decide(
                 # The deadline passed before the sweeper saw it: the clock decided first.
                 time_out(current, now)
                 current.refresh_from_db()
-            return Decided(current, created=False)
+            return Taken(current, created=False)
         # The row as the update left it, without reading it back: the locked row it changed
         # (`won` means it was pending, so `locked` is that row), given the fields it wrote
         # before the receipt was signed.
@@ -163,7 +165,7 @@ def decide(
             },
         )
         resume_if_group_done(current, now)
-    return Decided(current, created=True)
+    return Taken(current, created=True)
 
 
 def _check_machine(s: Suspension, decision: dict[str, Any]) -> None:
@@ -182,7 +184,7 @@ def _passkey(decision: dict[str, Any]) -> dict[str, Any]:
     return {"passkey": dict(proof)} if proof else {}
 
 
-def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> Decided:
+def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> Taken:
     """Dismiss a pending suspension from the inbox without deciding it: it stays pending and
     its deadline still applies (its on_timeout decides it then, unless someone does first).
 
@@ -201,7 +203,7 @@ def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> De
             time_out(locked, now)
             locked.refresh_from_db()
         if locked.status != S.PENDING or locked.ignored_at is not None:
-            return Decided(locked, created=False)
+            return Taken(locked, created=False)
         policy.check(locked, user, {"ignore": True}, thread[0][0] if thread else None)
         name = getattr(user, "username", "")
         # An ignored request is closed for people: its ladder stops here, in the same
@@ -210,7 +212,7 @@ def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> De
             pk=locked.pk, status=S.PENDING, ignored_at__isnull=True
         ).update(ignored_at=now, ignored_by=user, ignored_by_name=name, next_step_at=None)
         if not won:
-            return Decided(Suspension.objects.get(pk=locked.pk), created=False)
+            return Taken(Suspension.objects.get(pk=locked.pk), created=False)
         locked.ignored_at, locked.ignored_by, locked.ignored_by_name = now, user, name
         locked.next_step_at = None
         events.record(
@@ -227,7 +229,7 @@ def ignore(suspension: Suspension, user: Any, now: datetime | None = None) -> De
                 "on_timeout": locked.on_timeout,
             },
         )
-    return Decided(locked, created=True)
+    return Taken(locked, created=True)
 
 
 def _vote(s: Suspension, user: Any, decision: dict[str, Any], now: datetime) -> dict[str, Any]:

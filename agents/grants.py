@@ -116,10 +116,10 @@ def why_not(
 
 def approve_and_grant(
     s: Suspension, user: Any, decision: dict[str, Any], terms: Terms, now: datetime | None = None
-) -> tuple[decisions.Decided, Grant | None]:
+) -> tuple[decisions.Taken, Grant | None]:
     """Approve `s` as agents.decisions.decide does and make the grant, in one transaction:
     both or neither. Raises policy.Refused when the grant is barred; no grant is made when
-    the request was decided meanwhile (the Decided says so)."""
+    the request was decided meanwhile (the Taken says so)."""
     now = now or timezone.now()
     if not decision.get("approved") or "response" in decision:
         raise policy.Refused("not_allowed", "A grant goes with an approval.")

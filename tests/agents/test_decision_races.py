@@ -71,8 +71,8 @@ class DecisionRaceTestCase:
         s.refresh_from_db()
         assert s.status != Suspension.Status.PENDING
         assert len(self.outcome_events(s)) == 1, self.outcome_events(s)
-        winners = [r for r in results if isinstance(r, decisions.Decided) and r.created]
-        losers = [r for r in results if isinstance(r, decisions.Decided) and not r.created]
+        winners = [r for r in results if isinstance(r, decisions.Taken) and r.created]
+        losers = [r for r in results if isinstance(r, decisions.Taken) and not r.created]
         if s.status in (Suspension.Status.APPROVED, Suspension.Status.REJECTED):
             assert len(winners) == 1
         else:

@@ -99,7 +99,7 @@ class QuorumRaceTestCase:
         alice = self.users["reviewer"]
         results = race([lambda: decisions.decide(s, alice, {"approved": True}) for _ in range(20)])
         refused = [r for r in results if isinstance(r, policy.Refused)]
-        voted = [r for r in results if isinstance(r, decisions.Decided)]
+        voted = [r for r in results if isinstance(r, decisions.Taken)]
         assert (len(voted), len(refused)) == (1, 19), results
         assert {r.rule for r in refused} == {"already_voted"}
         s.refresh_from_db()
