@@ -2,14 +2,18 @@
 network): the demo's reviewer, the budget, the bounds, the request's own allow flags, and the
 run's usage."""
 
+import threading
 from typing import Any
 
+from django.db import connection
 from django.test import Client
+from django.utils import timezone
 
 from agents import receipts, starting
 from agents.engine import Engine
-from agents.models import AgentDefinition, Event, Suspension, Thread
-from agents.reviewing import verdicts
+from agents.models import AgentDefinition, Event, ReviewCall, Suspension, Thread
+from agents.reviewing import asking, verdicts
+from agents.reviewing.setting import Setting
 from approvals.api.payloads import thread_usage
 from approvals.audit import timelines
 from tests.conftest import ROOT, operator
@@ -160,3 +164,30 @@ class BoundsTestCase:
         assert (s.status, s.review) == ("rejected", {})
         assert verdicts.review(s.pk) is False
         assert Thread.objects.get(pk=s.thread_id).status != Thread.Status.SUSPENDED
+
+
+class BudgetRaceTestCase:
+    def test_two_workers_asking_at_once_cannot_both_spend_the_last_call(
+        self, transactional_db: Any, users: Any, load_agents: Any
+    ) -> None:
+        load_agents(agent(APPROVE_SMALL % {"extra": "per_minute: 1,"}, amounts=(42, 43)))
+        first, second = raised()
+        setting = Setting.of(first.policy["review"])
+        both = threading.Barrier(2)
+        results: list[asking.Charge] = []
+
+        def charge(s: Suspension) -> None:
+            try:
+                both.wait(timeout=10)
+                results.append(asking.charge(s, setting, timezone.now()))
+            finally:
+                connection.close()  # this thread's own connection, as a second worker's
+
+        threads = [threading.Thread(target=charge, args=(s,)) for s in (first, second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+
+        assert sorted(r.value for r in results) == ["charged", "spent"]
+        assert ReviewCall.objects.count() == 1
