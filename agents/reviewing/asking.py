@@ -23,6 +23,9 @@ REVIEW_TASK = "agents.tasks.review_suspension"
 # Suspension.review["outcome"] while the model has not answered yet.
 ASKED = "asked"
 MINUTE = timedelta(minutes=1)
+# A call charged this long past its setting's timeout, with no answer recorded, was abandoned:
+# the worker making it stopped (agents.reviewing.verdicts says so on the request).
+ABANDONED_AFTER = timedelta(seconds=30)
 
 
 def out_of_bounds(kept: dict[str, Any], tool: Any, setting: Setting) -> str | None:
@@ -53,6 +56,12 @@ def ask_later(s: Suspension, tool: Any) -> None:
     s.review = {"model": setting.model, "mode": setting.mode, "outcome": ASKED}
     task = current_app.tasks[REVIEW_TASK]
     transaction.on_commit(functools.partial(dispatch.send, task, str(s.pk)))
+
+
+def abandoned(s: Suspension, setting: Setting, now: datetime) -> bool:
+    """Was this request's call charged long enough ago that its worker must have stopped?"""
+    since = now - timedelta(seconds=setting.timeout) - ABANDONED_AFTER
+    return ReviewCall.objects.filter(suspension_id=s.pk, created_at__lt=since).exists()
 
 
 class Charge(Enum):

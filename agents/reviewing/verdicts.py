@@ -77,7 +77,13 @@ def review(suspension_id: UUID | str, now: datetime | None = None) -> bool:
     said: dict[str, Any] = {"model": setting.model, "mode": setting.mode}
     charged = asking.charge(s, setting, now)
     if charged is asking.Charge.TWICE:
-        return False
+        # Asked already: by a worker still waiting for the answer (a duplicate delivery), or
+        # by one that stopped during the call (this is its task delivered again, late).
+        if not asking.abandoned(s, setting, now):
+            return False
+        error = "no answer recorded: the worker asking the model stopped during the call"
+        _record(s, {**said, "outcome": FAILED, "error": error})
+        return True
     if charged is asking.Charge.SPENT:
         error = f"budget spent: {setting.per_minute} calls a minute for agent {s.agent_name}"
         _record(s, {**said, "outcome": FAILED, "error": error})

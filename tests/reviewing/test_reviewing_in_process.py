@@ -3,6 +3,7 @@ network): the demo's reviewer, the budget, the bounds, the request's own allow f
 run's usage."""
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 from django.db import connection
@@ -110,6 +111,21 @@ class DemoTestCase:
 
         assert verdicts.review(s.pk) is False
         assert Event.objects.filter(suspension=s, type=Event.Type.SUSPENSION_REVIEWED).count() == 1
+
+    def test_a_call_whose_worker_stopped_is_said_failed_when_its_task_comes_again(
+        self, users: Any, load_agents: Any
+    ) -> None:
+        load_agents(agent(APPROVE_SMALL % {"extra": ""}))
+        [s] = raised()
+        setting = Setting.of(s.policy["review"])
+        # Charged (the call began) by a worker that stopped before it recorded an answer.
+        asking.charge(s, setting, timezone.now() - timedelta(minutes=5))
+
+        s = reviewed(s)
+
+        assert s.status == "pending"
+        assert s.review["outcome"] == "failed"
+        assert "stopped during the call" in s.review["error"]
 
 
 class BudgetTestCase:
