@@ -15,6 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.db.models import OuterRef, Subquery
+
 from agents.models import Suspension, Vote
 from agents.tiers import Tier
 from metrics.tiers import percent
@@ -23,8 +25,6 @@ from presence.models import CardView
 S = Suspension.Status
 # An approval this soon after the card was shown is counted as quick (issue 41).
 QUICK = timedelta(seconds=2)
-# CardView rows are read for this many decisions per query.
-CHUNK = 500
 
 
 @dataclass
@@ -56,49 +56,52 @@ class Reviewer:
         }
 
 
-Made = dict[tuple[UUID, int], tuple[str, bool, datetime]]
+# (suspension, user) → (the user's name, approved, when, when they first had the card on screen)
+Made = dict[tuple[UUID, int], tuple[str, bool, datetime, datetime | None]]
+
+
+def _shown(suspension: str, user: str) -> Subquery:
+    """When the user's page first had the suspension's card on screen (CardView's unique
+    (suspension, user) index finds it), or NULL."""
+    views = CardView.objects.filter(suspension_id=OuterRef(suspension), user_id=OuterRef(user))
+    return Subquery(views.values("first_shown_at")[:1])
 
 
 def _decisions(since: datetime, until: datetime) -> Made:
-    """(suspension, user) → (the user's name, approved, when) for every decision in
-    [since, until): the suspensions people decided, then the votes of a quorum (the vote that
-    completed one is the suspension's decision already)."""
+    """Every decision in [since, until): the suspensions people decided, then the votes of a
+    quorum (the vote that completed one is the suspension's decision already)."""
     found: Made = {}
-    decided = Suspension.objects.filter(
-        decided_at__gte=since,
-        decided_at__lt=until,
-        tier=Tier.PERSON,
-        kind=Suspension.Kind.CONFIRMATION,
-        status__in=[S.APPROVED, S.REJECTED],
-        decided_by__isnull=False,
-    ).values_list("pk", "decided_by_id", "decided_by_name", "status", "decided_at")
-    for pk, user, name, status, at in decided.iterator(2000):
-        found[pk, user] = (name, status == S.APPROVED, at)
-    votes = Vote.objects.filter(
-        created_at__gte=since, created_at__lt=until, user__isnull=False
-    ).values_list("suspension_id", "user_id", "user_name", "approved", "created_at")
-    for pk, user, name, approved, at in votes.iterator(2000):
-        found.setdefault((pk, user), (name, approved, at))
+    decided = (
+        Suspension.objects.filter(
+            decided_at__gte=since,
+            decided_at__lt=until,
+            tier=Tier.PERSON,
+            kind=Suspension.Kind.CONFIRMATION,
+            status__in=[S.APPROVED, S.REJECTED],
+            decided_by__isnull=False,
+        )
+        .annotate(shown=_shown("pk", "decided_by_id"))
+        .values_list("pk", "decided_by_id", "decided_by_name", "status", "decided_at", "shown")
+    )
+    for pk, user, name, status, at, shown in decided.iterator(2000):
+        found[pk, user] = (name, status == S.APPROVED, at, shown)
+    votes = (
+        Vote.objects.filter(created_at__gte=since, created_at__lt=until, user__isnull=False)
+        .annotate(shown=_shown("suspension_id", "user_id"))
+        .values_list("suspension_id", "user_id", "user_name", "approved", "created_at", "shown")
+    )
+    for pk, user, name, approved, at, shown in votes.iterator(2000):
+        found.setdefault((pk, user), (name, approved, at, shown))
     return found
 
 
 def by_reviewer(since: datetime, until: datetime) -> list[Reviewer]:
     """The reviewers who decided in [since, until), most decisions first."""
-    decisions = _decisions(since, until)
-    shown: dict[tuple[UUID, int], datetime] = {}
-    keys = list(decisions)
-    for start in range(0, len(keys), CHUNK):
-        chunk = keys[start : start + CHUNK]
-        rows = CardView.objects.filter(
-            suspension_id__in={pk for pk, _ in chunk}, user_id__in={user for _, user in chunk}
-        ).values_list("suspension_id", "user_id", "first_shown_at")
-        shown.update({(pk, user): at for pk, user, at in rows})
     reviewers: dict[int, Reviewer] = {}
-    for key, (name, approved, at) in decisions.items():
-        reviewer = reviewers.setdefault(key[1], Reviewer(name))
+    for (_, user), (name, approved, at, first) in _decisions(since, until).items():
+        reviewer = reviewers.setdefault(user, Reviewer(name))
         reviewer.decisions += 1
         reviewer.approved += approved
-        first = shown.get(key)
         if first is None or first > at:
             continue  # no card on a page before the decision: no look time
         looked = at - first
