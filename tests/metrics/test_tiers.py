@@ -215,6 +215,11 @@ class TiersTestCase:
         assert (transfer["compared"], transfer["agreed"], transfer["agreement"]) == (6, 5, 83.3)
         assert transfer["approvals_people_rejected"] == 1
         assert refund["tool"] == "refund" and refund["agreement"] == 0.0
+        shadowed = scrape(self.client)["gateway_shadow_reviews_total"]
+        pair = {"agent": "payments", "tool": "transfer_funds"}
+        assert shadowed[labels(**pair, recommendation="approve", decision="approved")] == 3
+        assert shadowed[labels(**pair, recommendation="approve", decision="rejected")] == 1
+        assert sum(shadowed.values()) == 8  # the decide-mode model's row is not there
 
         self.client.force_login(self.users["admin"])
         page = self.client.get("/insights/").content.decode()
