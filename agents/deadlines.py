@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from agents import dispatch, events, receipts
+from agents import dispatch, events, locks, receipts
 from agents.groups import resume_if_group_done, resume_lanes
 from agents.models import Event, StackFrame, Suspension, Thread
 from agents.tiers import Tier
@@ -82,13 +82,7 @@ def expire_overdue(
         # The threads' locks first, in one order (decide, cancel and the engine take a
         # thread's lock before its suspensions'), then the rows again: a decision that
         # committed meanwhile has taken them out of the pending set.
-        thread_ids = sorted({t for _, t in found})
-        list(
-            Thread.objects.select_for_update()
-            .filter(pk__in=thread_ids)
-            .order_by("pk")
-            .values_list("pk", flat=True)
-        )
+        locks.threads(t for _, t in found)
         overdue = list(rows.filter(pk__in=[pk for pk, _ in found]))
         if not overdue:
             return 0

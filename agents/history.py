@@ -31,7 +31,7 @@ from uuid import UUID
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from agents import policy
+from agents import locks, policy
 from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
 from agents.rules import matches, tallies_of
 from agents.runtime.tools import registry
@@ -87,8 +87,7 @@ class Window:
             users = get_user_model().objects.select_for_update(no_key=True)
             list(users.filter(pk=self.requester_id).values_list("pk", flat=True))
             return {"thread__created_by_id": self.requester_id}
-        threads = Thread.objects.select_for_update(no_key=True)
-        list(threads.filter(pk=self.thread_id).values_list("pk", flat=True))
+        locks.threads([self.thread_id])
         return {"thread_id": self.thread_id}
 
     def measure(self, cond: dict[str, Any]) -> float:
