@@ -28,11 +28,10 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from agents import locks, policy
-from agents.models import AgentDefinition, Event, StackFrame, Suspension, Thread
+from agents.models import Event, StackFrame, Suspension, Thread
 from agents.rules import matches, tallies_of
 from agents.runtime.tools import registry
 from agents.tallies import compare, measured_text, tally_text
@@ -79,13 +78,11 @@ class Window:
         """The requests of the tally's scope, its row locked in the caller's transaction.
         A run nobody started (no requester) is its own requester."""
         if per == "agent" or (per == "requester" and self.requester_id is not None):
-            agents = AgentDefinition.objects.select_for_update(no_key=True)
-            list(agents.filter(name=self.agent_name).values_list("pk", flat=True))
+            locks.agent(name=self.agent_name)
         if per == "agent":
             return {"agent_name": self.agent_name}
         if per == "requester" and self.requester_id is not None:
-            users = get_user_model().objects.select_for_update(no_key=True)
-            list(users.filter(pk=self.requester_id).values_list("pk", flat=True))
+            locks.user(self.requester_id)
             return {"thread__created_by_id": self.requester_id}
         locks.threads([self.thread_id])
         return {"thread_id": self.thread_id}

@@ -1,4 +1,8 @@
-"""The thread's lock, taken one way everywhere: `SELECT ... FOR NO KEY UPDATE` on its row.
+"""The rows' locks, each taken one way everywhere: `SELECT ... FOR NO KEY UPDATE`.
+
+The thread's row is the lock of a run; an agent definition's row serializes what is counted
+per agent (a new version, rules over history, the reviewing model's budget), and a user's row
+what is counted per requester.
 
 Every change to a run (a decision, an ignore, a cancel, a reply, a deadline, a reminder, a
 lease renewed for a lane, an external request) takes its thread's row lock first, then the
@@ -16,9 +20,10 @@ from collections.abc import Iterable
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
-from agents.models import Thread
+from agents.models import AgentDefinition, Thread
 
 
 def _locked() -> QuerySet[Thread]:
@@ -41,3 +46,19 @@ def thread_values(pk: UUID | str, *names: str, **match: Any) -> tuple[Any, ...] 
 def threads(pks: Iterable[UUID]) -> None:
     """Lock several threads' rows, in the order of their ids."""
     list(_locked().filter(pk__in=sorted(set(pks))).order_by("pk").values_list("pk", flat=True))
+
+
+def agent(**match: Any) -> None:
+    """Lock the agent definition's row that `match` finds (pk=... or name=...)."""
+    list(
+        AgentDefinition.objects.select_for_update(no_key=True)
+        .filter(**match)
+        .order_by()
+        .values_list("pk", flat=True)
+    )
+
+
+def user(pk: int) -> None:
+    """Lock a user's row (what is counted per requester); after the agent's, never before."""
+    users = get_user_model().objects.select_for_update(no_key=True)
+    list(users.filter(pk=pk).order_by().values_list("pk", flat=True))

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import transaction
 
-from agents import events, statements
+from agents import events, locks, statements
 from agents.hashing import canonical_hash
 from agents.models import AgentDefinition, AgentVersion, Event, Suspension
 from agents.runtime.tools import Tool
@@ -60,7 +60,7 @@ def record(agent: AgentDefinition, actor: Any = None) -> AgentVersion | None:
     definition = snapshot(agent)
     digest = canonical_hash(definition)
     with transaction.atomic():
-        AgentDefinition.objects.select_for_update().filter(pk=agent.pk).first()
+        locks.agent(pk=agent.pk)
         last = AgentVersion.objects.filter(agent=agent).order_by("-version").first()
         if last is not None and last.digest == digest:
             return None

@@ -15,8 +15,8 @@ from typing import Any
 from celery import current_app
 from django.db import IntegrityError, transaction
 
-from agents import dispatch
-from agents.models import AgentDefinition, ReviewCall, Suspension
+from agents import dispatch, locks
+from agents.models import ReviewCall, Suspension
 from agents.reviewing.setting import Setting
 
 REVIEW_TASK = "agents.tasks.review_suspension"
@@ -75,8 +75,7 @@ def charge(s: Suspension, setting: Setting, now: datetime) -> Charge:
     worker: the agent's row is locked while its last minute's calls are counted and this one
     written)."""
     with transaction.atomic():
-        agent = AgentDefinition.objects.select_for_update(no_key=True).filter(name=s.agent_name)
-        list(agent.values("pk"))
+        locks.agent(name=s.agent_name)
         if ReviewCall.objects.filter(suspension_id=s.pk).exists():
             return Charge.TWICE
         recent = ReviewCall.objects.filter(agent_name=s.agent_name, created_at__gt=now - MINUTE)
