@@ -43,7 +43,7 @@ from prometheus_client.registry import Collector
 from agents.models import Event, StackFrame, Suspension, Thread
 from infra import transactions
 from metrics import tiers
-from metrics.requests import MESSAGE, OUTCOMES, REPLY, replies, waits
+from metrics.requests import FOR_A_PERSON, MESSAGE, OUTCOMES, REPLY, replies, waits
 from webhooks.models import Attempt, Delivery
 
 S = Suspension.Status
@@ -159,7 +159,8 @@ class GatewayCollector(Collector):
         timed_out: dict[tuple[str, str], int] = defaultdict(int)
         # One pass over suspensions, grouped by everything the four metrics need.
         rows = (
-            Suspension.objects.values_list("agent_name", "tool_name", "kind", "status")
+            Suspension.objects.filter(FOR_A_PERSON)
+            .values_list("agent_name", "tool_name", "kind", "status")
             .annotate(n=Count("pk"))
             .order_by()
         )
@@ -215,7 +216,9 @@ class GatewayCollector(Collector):
             "gave the result to the agent (its AGENT_RESUMED): the queue, a worker claiming the "
             "thread, and the step that runs an approved tool",
         )
-        answered = Q(status__in=[s for s, outcome in OUTCOMES.items() if outcome == "answered"])
+        answered = FOR_A_PERSON & Q(
+            status__in=[s for s, outcome in OUTCOMES.items() if outcome == "answered"]
+        )
         waited = F("decided_at") - F("created_at")
         found = _histograms(
             Suspension.objects.all(),

@@ -9,6 +9,9 @@ Two things are requests:
   its thread that is an INPUT_PROVIDED (answered), an INPUT_TIMEOUT (timed out), or a
   THREAD_CANCELLED or THREAD_FAILED (cancelled).
 
+A suspension a rule, a standing grant, a rule over history or a reviewing model decided
+(agents.tiers) never waited for a person: it is no request here (/api/metrics/tiers counts it).
+
 Outcomes: `answered` (a person approved, rejected, answered or replied), `timed_out` (the
 deadline or input timeout came first, whatever the deadline then did), `cancelled` (the run was
 cancelled while it waited), `pending` (still open). The response time of an answered request is
@@ -36,6 +39,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Lag
 
 from agents.models import Event, Suspension
+from agents.tiers import Tier
 
 S = Suspension.Status
 E = Event.Type
@@ -57,6 +61,8 @@ CLOSING = {
     E.THREAD_FAILED: "cancelled",
 }
 MESSAGE = "message"
+# The suspensions that waited for a person: all but those a machine's tier decided.
+FOR_A_PERSON = ~Q(tier__in=[Tier.RULE, Tier.GRANT, Tier.HISTORY, Tier.MODEL])
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,7 @@ def tally_raised_between(since: datetime, until: datetime) -> Tally:
     waits one by one (there are far fewer)."""
     answered = [s for s, outcome in OUTCOMES.items() if outcome == "answered"]
     found = (
-        Suspension.objects.filter(created_at__gte=since, created_at__lt=until)
+        Suspension.objects.filter(FOR_A_PERSON, created_at__gte=since, created_at__lt=until)
         .values_list("status")
         .annotate(
             n=Count("pk"),
@@ -157,7 +163,7 @@ def open_during(since: datetime, until: datetime) -> Iterator[Request]:
     """Every request raised before `until` and not closed before `since`: what a chart of
     [since, until) needs to count what was raised, closed and still open in it."""
     yield from _suspensions(
-        Suspension.objects.filter(created_at__lt=until).filter(
+        Suspension.objects.filter(FOR_A_PERSON, created_at__lt=until).filter(
             Q(created_at__gte=since) | Q(status=S.PENDING) | Q(decided_at__gte=since)
         )
     )

@@ -79,6 +79,22 @@ class ConversationsApiTestCase:
         assert two["average_response_time"] == 3600.0
         assert (two["completion_rate"], two["timeout_rate"]) == (33.3, 33.3)
 
+    def test_what_a_rule_grant_history_rule_or_model_decided_is_no_request_for_a_person(
+        self,
+    ) -> None:
+        raised = self.now - timedelta(minutes=30)
+        history.suspension("payer", raised, S.APPROVED, after=600)  # a person, in 10 min
+        for tier in ("rule", "grant", "history", "model"):
+            history.suspension("payer", raised, S.APPROVED, after=0.01, tier=tier)
+
+        figures = self.admin.get(URL, window="1h").json()
+
+        # Only the person's: the others never waited in the inbox (/api/metrics/tiers has them).
+        assert (figures["input_requests_total"], figures["answered"]) == (1, 1)
+        assert figures["average_response_time"] == 600.0
+        tiers = self.admin.get("/api/metrics/tiers", window="1h").json()
+        assert tiers["all"]["total"] == 5 and tiers["all"]["reached_person"] == 1
+
     def test_with_nothing_raised_the_rates_are_null(self) -> None:
         figures = self.admin.get(URL, window="1h").json()
         assert figures["input_requests_total"] == 0
