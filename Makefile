@@ -10,11 +10,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The PostgreSQL + Redis setup the second half of `make test` runs against.
 TEST_DATABASE_URL ?= postgres://root@127.0.0.1:5432/gateway
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
-# `PARALLEL=1 make test` runs lint, the docs and the two halves of the suite at once, each half
-# one pytest process; `PARALLEL=2` also splits each half over two pytest-xdist processes (each
-# its own test database, data folder, queue and channel prefix: gateway/testenv.py). The fault
-# suite follows, alone. 0 runs them one at a time.
-PARALLEL ?= 0
+# `make test` runs lint, the docs and the two halves of the suite at once (PARALLEL=1, the
+# default), each half one pytest process, with its own data folder, queue and channel prefix
+# (gateway/testenv.py); the fault suite follows, alone. `PARALLEL=0` runs them one at a time;
+# `PARALLEL=2` also splits each half over two pytest-xdist processes (a test database each).
+PARALLEL ?= 1
 XDIST := $(if $(filter 0 1,$(PARALLEL)),,-n $(PARALLEL))
 JOBS := $(if $(filter 0,$(PARALLEL)),1,4)
 # The slowest tests, in CI's output.
