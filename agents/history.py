@@ -34,7 +34,7 @@ from agents import locks, policy
 from agents.models import Event, StackFrame, Suspension, Thread
 from agents.rules import matches, tallies_of
 from agents.runtime.tools import registry
-from agents.tallies import compare, measured_text, tally_text
+from agents.tallies import compare, limit_text
 
 # What a tally counts: requests that ran, or may still run.
 COUNTED = (Suspension.Status.APPROVED, Suspension.Status.PENDING)
@@ -122,10 +122,7 @@ class Window:
             for cond in tallies:
                 n = self.measure(cond)
                 if not compare(n, cond["op"], cond["value"]):
-                    found.append(
-                        f"auto_approve[{i}] approves only while {tally_text(cond)}; with "
-                        f"this request {measured_text(cond)} is {n:g}."
-                    )
+                    found.append(limit_text(cond, n, self.tool_name, i))
         return found
 
 

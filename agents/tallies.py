@@ -103,3 +103,34 @@ def compare(found: float, op: str, value: float) -> bool:
         ">": found > value,
         ">=": found >= value,
     }[op]
+
+
+# Whose requests a tally counts, and its comparison, in a reviewer's words.
+WHOSE = {"agent": "this agent", "thread": "this run", "requester": "whoever started this run"}
+OP_WORDS = {
+    "<": "under",
+    "<=": "at most",
+    ">": "over",
+    ">=": "at least",
+    "==": "exactly",
+    "!=": "other than",
+}
+
+
+def limit_text(cond: dict[str, Any], found: float, tool: str, index: int) -> str:
+    """Why a tally kept rule `auto_approve[index]` from approving, in plain words, the rule
+    itself after them: "With this request, this agent has asked for transfer_funds 5 times
+    within 1h; the rule (auto_approve[0], count(transfer_funds, 1h, per agent) < 5) approves
+    only while that is under 5." `tool` is the request's, for a sum that names none."""
+    window = duration_text(cond["within"])
+    whose = WHOSE[cond["per"]]
+    if "count" in cond:
+        said = f"{whose} has asked for {cond['count']} {found:g} times within {window}"
+    else:
+        of = cond.get("tool", tool)
+        said = f"the {cond['sum']} of {of} requests of {whose} within {window} comes to {found:g}"
+    limit = f"{OP_WORDS[cond['op']]} {json.dumps(cond['value'])}"
+    return (
+        f"With this request, {said}; the rule (auto_approve[{index}], {tally_text(cond)}) "
+        f"approves only while that is {limit}."
+    )

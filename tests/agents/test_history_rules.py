@@ -51,14 +51,14 @@ class HistoryRulesTestCase(PolicyTestCase):
         fifth = self.pending(self.start(FIVE_AN_HOUR))
         assert fifth.status == Suspension.Status.PENDING and fifth.tier == ""
         why = (
-            f"auto_approve[0] approves only while {COUNT_TEXT}; with this request "
-            "count(transfer_funds, 1h, per agent) is 5."
+            "With this request, this agent has asked for transfer_funds 5 times within 1h; "
+            f"the rule (auto_approve[0], {COUNT_TEXT}) approves only while that is under 5."
         )
         shown = self.api("reviewer").get(f"/api/suspensions/{fifth.pk}").json()
         assert shown["policy"]["needs_person"] == [why]
         client.force_login(self.users["reviewer"])
         page = client.get(f"/threads/{fifth.thread_id}/").content.decode()
-        assert "Why a person decides" in page and "with this request count" in page
+        assert "Why a person decides" in page and "With this request, this agent has asked" in page
         # A person decides it; a rejected one never ran and is not counted, but the four
         # approved still fill the hour, so the next waits too.
         assert self.decide("reviewer", fifth, approved=False, reason="enough").status_code == 202
@@ -73,8 +73,9 @@ class HistoryRulesTestCase(PolicyTestCase):
             s = self.pending(self.start(TWO_THOUSAND_A_DAY, amount=amount))
             assert (amount, s.status) == (amount, status)
         assert s.policy["needs_person"] == [
-            "auto_approve[0] approves only while sum(amount, 24h, per requester) <= 2000; "
-            "with this request sum(amount, 24h, per requester) is 2100."
+            "With this request, the amount of transfer_funds requests of whoever started this "
+            "run within 24h comes to 2100; the rule (auto_approve[0], sum(amount, 24h, per "
+            "requester) <= 2000) approves only while that is at most 2000."
         ]
         # While it waits it may still run, so it counts: 800 + 900 + 400 + 300 > 2000.
         waits = self.pending(self.start(TWO_THOUSAND_A_DAY, amount=300))
@@ -189,7 +190,7 @@ class SumRaceTestCase:
         approved = Suspension.objects.get(thread_id__in=self.threads, status="approved")
         assert approved.tier == "history"
         waiting = Suspension.objects.get(thread_id__in=self.threads, status="pending")
-        assert waiting.policy["needs_person"][0].endswith("sum(amount, 1h, per agent) is 400.")
+        assert "within 1h comes to 400;" in waiting.policy["needs_person"][0]
 
 
 class OutsideAgentTestCase:

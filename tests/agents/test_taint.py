@@ -166,7 +166,7 @@ class DemoTestCase:
             ("approved", "history"),
             ("pending", ""),
         ]
-        assert "is 3." in payments[2].policy["needs_person"][0]
+        assert "transfer_funds 3 times within 1h" in payments[2].policy["needs_person"][0]
         third = payments[2]
         path = f"/api/threads/{thread.pk}/suspensions/{third.pk}/resume"
         assert api("reviewer").post(path, {"approved": True}).status_code == 202
