@@ -75,7 +75,8 @@ def expire_overdue(
     rows = Suspension.objects.filter(status=S.PENDING, expires_at__lte=now)
     if only is not None:
         rows = rows.filter(pk=only)
-    with transaction.atomic():
+    # The runs it resumes are the clock's: behind any a person is waiting on (dispatch).
+    with transaction.atomic(), dispatch.unattended():
         found = list(rows.order_by("expires_at").values_list("pk", "thread_id")[:limit])
         if not found:
             return 0
@@ -184,7 +185,8 @@ def requeue_stalled(now: datetime | None = None, limit: int = 200) -> int:
     )
     if not rows and not lanes:
         return 0
-    with transaction.atomic():
+    # Behind the runs a person's decision sends: a long queue is what left these stalled.
+    with transaction.atomic(), dispatch.unattended():
         for model, found in ((Thread, rows), (StackFrame, lanes)):
             for n in sorted({n for _, n in found}):
                 wait = stalled * (2 ** min(n, MAX_REQUEUE_DOUBLINGS) - 1)

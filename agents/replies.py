@@ -164,7 +164,8 @@ def expire_inputs(now: datetime | None = None, limit: int = 200) -> int:
     )
     done = 0
     for pk in due:
-        with transaction.atomic():
+        # A run told that nobody answered goes behind the ones people wait on (dispatch).
+        with transaction.atomic(), dispatch.unattended():
             thread = locks.thread(pk=pk)
             if thread is None:
                 continue

@@ -9,6 +9,11 @@ worker starting up) reads an empty table and fails. This channel writes every fi
 hidden name first and renames it into place, which POSIX makes atomic, and serializes the
 writers of an exchange table on a lock file of its own. A consumer's filter
 (`<name>.<queue>.msg`) never matches a hidden name.
+
+Kombu's consumer takes a queue's files in the order of their names. A message's name starts
+with its priority (0, unset, first; the clock's runs are sent with 9: agents.dispatch), then
+the time it was written, padded so that the names sort as the numbers do: the order Redis
+gives with its list per priority step.
 """
 
 import contextlib
@@ -43,7 +48,8 @@ def write_whole(path: Path | str, data: bytes) -> None:
 
 class Channel(filesystem.Channel):
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
-        name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        priority = self._get_message_priority(payload)
+        name = f"{priority}-{int(round(monotonic() * 1000)):015d}_{uuid.uuid4()}.{queue}.msg"
         write_whole(os.path.join(self.data_folder_out, name), dumps(payload).encode())
 
     # Exchange tables ----------------------------------------------------------------------
