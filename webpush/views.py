@@ -46,7 +46,8 @@ def manifest(request: HttpRequest) -> HttpResponse:
         {"src": static(f"icons/icon-{size}.png"), "sizes": f"{size}x{size}", "type": "image/png"}
         for size in (192, 512)
     ]
-    icons.append({**icons[-1], "purpose": "maskable"})
+    # Full bleed, its mark inside the safe zone: a phone crops it to its own shape.
+    icons.append({**icons[-1], "src": static("icons/icon-maskable-512.png"), "purpose": "maskable"})
     body = {
         "name": "Approval gateway",
         "short_name": "Approvals",
