@@ -73,6 +73,7 @@
       if (row) {
         row.querySelector(".device-this").hidden = false;
         form.querySelector(".device-on").hidden = false;
+        form.querySelector("label").hidden = true;
         button.hidden = true;
       }
       return row ? { row: row, subscription: subscription } : null;

@@ -22,7 +22,7 @@ from agents.models import Suspension
 from notify.models import EmailOptIn
 from tests.conftest import ARTIFACTS, ROOT, wait_for
 from tests.e2e.conftest import PHONE, Site
-from tests.notify.raised import agent_file
+from tests.notify.raised import agent_file, leads
 from tests.webpush.standin import PushService
 from webpush.models import Device
 
@@ -112,6 +112,7 @@ def shown(page: Any, count: int) -> list[dict[str, Any]]:
 class NotificationsInTheBrowserTestCase:
     @pytest.fixture(autouse=True)
     def setup(self, site: Site, load_agents: Any, push_service: PushService, settings: Any) -> None:
+        leads()
         load_agents(agent_file())
         self.site = site
         self.push = push_service
@@ -129,8 +130,9 @@ class NotificationsInTheBrowserTestCase:
         expect(page.locator(".devices-none")).to_be_visible()
         page.fill("input[name=device-name]", "Test phone")
         page.click(".device-add button[type=submit]")
-        expect(page.locator("p.notice")).to_have_text("Notifications are on for this device.")
-        expect(page.locator(".devices .passkey-name")).to_have_text(["Test phone"])
+        expect(page.locator("p.notice")).to_have_text("Device added.")
+        expect(page.locator(".device-on")).to_have_text("Notifications are on for this device.")
+        expect(page.locator(".devices .passkey-name")).to_have_text(["Test phone · this device"])
         expect(page.locator(".device-this")).to_be_visible()  # this browser's row
         expect(page.locator(".device-add button[type=submit]")).to_be_hidden()
         device = Device.objects.get(user=self.site.users["reviewer"])

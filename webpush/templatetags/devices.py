@@ -10,7 +10,7 @@ from webpush import keys
 
 register = template.Library()
 
-SAID = {"on": "Notifications are on for this device.", "removed": "Device removed."}
+SAID = {"on": "Device added.", "removed": "Device removed."}
 
 
 @register.inclusion_tag("webpush/devices.html", takes_context=True)
