@@ -22,6 +22,7 @@ from agents.models import Suspension
 from notify.models import EmailOptIn
 from tests.conftest import ARTIFACTS, ROOT, wait_for
 from tests.e2e.conftest import PHONE, Site
+from tests.e2e.test_csp import RECORD_VIOLATIONS
 from tests.notify.raised import agent_file, leads
 from tests.webpush.standin import PushService
 from webpush.models import Device
@@ -125,6 +126,7 @@ class NotificationsInTheBrowserTestCase:
         context = page.context
         context.grant_permissions(["notifications"], origin=self.site.server.url)
         context.add_init_script(SUBSCRIBE % {"subscription": json.dumps(phone.info())})
+        context.add_init_script(RECORD_VIOLATIONS)
 
         page.goto(self.site.url("/account/"))
         expect(page.locator(".devices-none")).to_be_visible()
@@ -135,6 +137,7 @@ class NotificationsInTheBrowserTestCase:
         expect(page.locator(".devices .passkey-name")).to_have_text(["Test phone · this device"])
         expect(page.locator(".device-this")).to_be_visible()  # this browser's row
         expect(page.locator(".device-add button[type=submit]")).to_be_hidden()
+        assert page.evaluate("window.__cspViolations") == []  # the manifest, the worker
         device = Device.objects.get(user=self.site.users["reviewer"])
         assert device.endpoint == phone.endpoint
         self.screenshot(page)
