@@ -1,5 +1,7 @@
 """The account page (/account/): a reviewer's passkeys, registered and removed there
-(access.passkeys), which approve the requests whose policy asks for a step-up."""
+(access.passkeys), which approve the requests whose policy asks for a step-up. Its
+Notifications section, the devices that get requests, is webpush's (its template tag
+`device_notifications`, loaded by the page's template)."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied

@@ -146,6 +146,7 @@ INSTALLED_APPS = [
     "presence",
     "notify",
     "webhooks",
+    "webpush",
     "metrics",
     "gateway",  # `manage.py serve`
 ]
@@ -420,11 +421,14 @@ TASK_KINDS = {
         "mcp_gateway.tasks.sweep",
         "slack_approvals.tasks.fan_out",
         "slack_approvals.tasks.sweep",
+        "webpush.tasks.fan_out",
+        "webpush.tasks.sweep",
     ),
     "DELIVERY": (
         "webhooks.tasks.deliver",
         "notify.tasks.send_email",
         "slack_approvals.tasks.deliver",
+        "webpush.tasks.deliver",
         # One reviewing model's call (agents.reviewing), bounded by its setting's timeout.
         "agents.tasks.review_suspension",
     ),
@@ -676,3 +680,23 @@ SLACK_BOT_TOKEN = envstr("SLACK_BOT_TOKEN")
 SLACK_SIGNING_SECRET = envstr("SLACK_SIGNING_SECRET")
 SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
 SLACK_LINK_BY_EMAIL = envbool("SLACK_LINK_BY_EMAIL", "false")
+
+# Web Push to reviewers' devices (webpush/). The VAPID key signs every push (RFC 8292): a P-256
+# private key, PEM or base64url (`vapid --gen`); unset, one is made on first use and kept in the
+# database. The subject is where push services reach the sender (mailto: or https:); unset,
+# SITE_URL when https, else DEFAULT_FROM_EMAIL's address. A browser's subscription is taken
+# only at the push services named here (a name matches its subdomains): the gateway POSTs to
+# its endpoint, so no page may point it elsewhere.
+WEBPUSH_VAPID_PRIVATE_KEY = envstr("WEBPUSH_VAPID_PRIVATE_KEY")
+WEBPUSH_VAPID_SUBJECT = os.environ.get("WEBPUSH_VAPID_SUBJECT", "")
+WEBPUSH_PUSH_SERVICES = [
+    name.strip()
+    for name in os.environ.get(
+        "WEBPUSH_PUSH_SERVICES",
+        "fcm.googleapis.com,push.services.mozilla.com,push.apple.com,notify.windows.com",
+    ).split(",")
+    if name.strip()
+]
+WEBPUSH_TIMEOUT_SECONDS = envtimeout("WEBPUSH_TIMEOUT_SECONDS", 10)
+# The pushes no nudge sent, and the retries that are due (webpush.tasks.sweep).
+CELERY_BEAT_SCHEDULE["webpush-sweep"] = {"task": "webpush.tasks.sweep", "schedule": 5.0}

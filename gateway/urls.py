@@ -58,6 +58,8 @@ urlpatterns = [
     path("", include("metrics.urls")),
     path("email/", include("notify.urls")),
     path("slack/", include("slack_approvals.urls")),
+    # The installable app (/manifest.webmanifest, /sw.js) and the Account page's devices.
+    path("", include("webpush.urls")),
     path("", include("approvals.urls")),
 ]
 

@@ -15,26 +15,19 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.mail import EmailMessage
-from django.db.models import Q, QuerySet
 
 from agents.delivery import outbox as shared
 from agents.delivery.fanout import BATCH, FanOut
 from agents.delivery.outbox import Result
 from agents.models import Event, Suspension
-from notify import compose
-from notify.models import Cursor, Email, EmailAttempt, EmailOptIn
+from notify import compose, routing
+from notify.models import Cursor, Email, EmailAttempt
 
 log = logging.getLogger(__name__)
 
 CURSOR = "email"
-KINDS = {
-    Event.Type.AGENT_SUSPENDED: Email.Kind.REQUEST,
-    Event.Type.SUSPENSION_REMINDER: Email.Kind.REMINDER,
-    Event.Type.SUSPENSION_ESCALATED: Email.Kind.ESCALATION,
-}
+KINDS = routing.KINDS
 # How long a sender holds an email: far longer than an SMTP exchange (EMAIL_TIMEOUT per step).
 CLAIM = timedelta(seconds=60)
 # After the n-th failed attempt the next waits RETRY_WAITS[n-1]; then the email has failed.
@@ -46,38 +39,10 @@ RETRY_WAITS = (
 )
 
 
-# What a person needs for an email to be of use: to open the thread page the link leads to,
-# and to decide there.
-NEEDED = (("agents", "view_thread"), ("agents", "decide_suspension"))
-
-
-def deciders() -> QuerySet:
-    """Active people with an address who hold every NEEDED permission (through a group or
-    their own; superusers hold all)."""
-    users = get_user_model().objects.filter(is_active=True).exclude(email="")
-    for label, codename in NEEDED:
-        perm = Permission.objects.filter(content_type__app_label=label, codename=codename).first()
-        holders = users.filter(
-            Q(is_superuser=True) | Q(groups__permissions=perm) | Q(user_permissions=perm)
-        )
-        users = users.filter(pk__in=holders.values("pk"))
-    return users
-
-
-def opted_in(agent_name: str) -> QuerySet:
-    """Deciders who asked for email about this agent's requests, or every agent's."""
-    chosen = EmailOptIn.objects.filter(Q(agent__isnull=True) | Q(agent__name=agent_name))
-    return deciders().filter(pk__in=chosen.values("user_id"))
-
-
-def in_group(name: str) -> QuerySet:
-    return deciders().filter(groups__name=name)
-
-
 def emails_for(rows: list[dict[str, Any]], now: datetime, token: str) -> list[Email]:
     """The emails these events call for (agents.delivery.fanout's `make`)."""
     kinds = set(KINDS)
-    if not EmailOptIn.objects.exists():
+    if not routing.anyone_opted_in():
         # A new request's email goes only to those who opted in: with nobody opted in,
         # its events need no reading (most gateways; each read costs several queries).
         kinds.discard(Event.Type.AGENT_SUSPENDED)
@@ -93,32 +58,19 @@ def emails_for(rows: list[dict[str, Any]], now: datetime, token: str) -> list[Em
 
 def _emails_for(event: Event, now: datetime, keys: set[str]) -> list[Email]:
     s = event.suspension
-    kind = KINDS[event.type]
-    p = event.payload
-    # Who gets it, and why: the escalation group is told that it is theirs.
-    audiences: list[tuple[str, QuerySet]] = []
-    if kind == Email.Kind.REQUEST:
-        key = f"request:{s.group}"
-        audiences.append((compose.OPTED_IN, opted_in(s.agent_name)))
-    elif kind == Email.Kind.REMINDER:
-        key = f"reminder:{s.group}:{p.get('reminder')}"
-        if s.escalated_at is not None and s.escalate_to:
-            audiences.append((compose.IN_GROUP, in_group(s.escalate_to)))
-        audiences.append((compose.OPTED_IN, opted_in(s.agent_name)))
-    else:
-        key = f"escalation:{s.group}:{s.escalate_to}"
-        audiences.append((compose.IN_GROUP, in_group(s.escalate_to)))
+    route = routing.route(event)
+    kind, key = route.kind, route.key
     if key in keys or Email.objects.filter(key=key).exists():
         return []  # another call of the group (in this batch or an earlier one) made it
     keys.add(key)
+    # One email per address, whoever holds it.
     recipients: dict[str, tuple[Any, str]] = {}
-    for why, people in audiences:
-        for user in people.order_by("pk"):
-            recipients.setdefault(user.email.lower(), (user, why))
+    for user, why in route.people():
+        recipients.setdefault(user.email.lower(), (user, why))
     if not recipients:
         return []
     group = list(Suspension.objects.filter(group=s.group).order_by("created_at", "id"))
-    texts = {why: compose.message(kind, group, event, now, why) for why, _ in audiences}
+    texts = {why: compose.message(kind, group, event, now, why) for why, _ in route.audiences}
     return [
         Email(
             key=key,

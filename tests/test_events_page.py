@@ -9,6 +9,7 @@ from agents.models import Event
 from slack_approvals import links as slack_links
 from tests.conftest import ROOT
 from webhooks import models as webhooks
+from webpush import devices as push_devices
 
 
 class EventsPageTestCase:
@@ -21,6 +22,7 @@ class EventsPageTestCase:
             *push.Notice.values,
             *slack_links.Notice.values,
             *passkeys.Notice.values,
+            *push_devices.Notice.values,
         }
         assert rows == recorded
         assert f"There are {len(recorded)} event types" in text
