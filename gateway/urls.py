@@ -58,6 +58,8 @@ urlpatterns = [
     path("", include("metrics.urls")),
     path("email/", include("notify.urls")),
     path("slack/", include("slack_approvals.urls")),
+    # /login/, /logout/ and the OpenID Connect sign-in (/sso/start, /sso/callback).
+    path("", include("sso.urls")),
     path("", include("approvals.urls")),
 ]
 
