@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from authlib.integrations.base_client import MismatchingStateError
 from authlib.integrations.django_client import DjangoOAuth2App, OAuth
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -125,6 +126,11 @@ def come_back(request: HttpRequest) -> SignedIn:
     RequestException (the provider could not be reached)."""
     app = client()
     document = metadata(app)
+    # An error is shown only for a sign-in this browser started: its words are the provider's,
+    # and a link of anyone's making must not put words on the gateway's page.
+    state = request.GET.get("state")
+    if "error" in request.GET and not app.framework.get_state_data(request.session, state):
+        raise MismatchingStateError()
     # Essential, and each with the one value taken: authlib checks the issuer against the
     # discovery document's but the audience only through `azp`.
     options = {

@@ -112,3 +112,11 @@ def test_a_discovery_document_of_another_issuer_is_refused(
     # The provider's documents, read through another name: they name another issuer.
     settings.OIDC_ISSUER = provider.url.replace("127.0.0.1", "localhost")
     refused(Client().get("/sso/start"), 502, "names the issuer")
+
+
+def test_an_error_link_of_anyones_making_shows_no_words_of_theirs(provider: Any, db: Any) -> None:
+    answer = Client().get(
+        "/sso/callback?error=access_denied&error_description=Call+0800+to+unlock&state=made-up"
+    )
+    refused(answer, 403, "This sign-in was not started here")
+    assert "0800" not in answer.content.decode()
