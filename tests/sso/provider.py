@@ -53,7 +53,7 @@ class Provider:
 
     def add(self, login: str, **claims: Any) -> None:
         """A person who signs in as `login`; their claims (sub, email, groups, ...)."""
-        self.people[login] = {"sub": f"sub-{login}", **claims}
+        self.people[login] = {"sub": f"sub-{login}", "preferred_username": login, **claims}
 
     # What the provider answers ---------------------------------------------------------
 

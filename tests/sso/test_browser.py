@@ -16,6 +16,7 @@ from tests.conftest import ARTIFACTS, ROOT
 
 # The browser tests' Chromium, and their ORM beside Playwright's loop: fixtures, by name.
 from tests.e2e.conftest import PHONE, LiveServer, browser, orm_beside_playwright  # noqa: F401
+from tests.e2e.test_accessibility import violations
 from tests.sso.provider import CLIENT_ID, CLIENT_SECRET, Provider
 
 pytestmark = pytest.mark.e2e
@@ -90,6 +91,7 @@ def test_a_reviewer_signs_in_through_the_providers_page_and_lands_in_the_inbox(
         button = page.get_by_role("link", name=f"Sign in with {PROVIDER_NAME}")
         expect(button).to_be_visible()
         shoot(page, "login-phone")
+        assert violations(page, oidc_server.url) == []
 
         button.click()
         page.wait_for_url(f"{stand_in.url}/authorize?*")
