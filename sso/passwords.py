@@ -7,7 +7,6 @@ out; the login form says it in its own words first."""
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.backends import BaseBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest
@@ -18,10 +17,11 @@ def password_allowed(username: str | None) -> bool:
     return not settings.OIDC_ONLY or (username or "") in settings.OIDC_BREAK_GLASS
 
 
-class PasswordsOff(BaseBackend):
+class PasswordsOff:
     """With OIDC_ONLY, stops authenticate() for a password of anyone but a break-glass
     administrator (PermissionDenied ends the backends' round: the password is never
-    checked); otherwise passes, signing no one in."""
+    checked); otherwise passes, signing no one in. Not a BaseBackend: without get_user and
+    the permission methods, no session names it and no permission check asks it."""
 
     def authenticate(
         self,
