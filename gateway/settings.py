@@ -687,9 +687,7 @@ def _oidc_issuer() -> str:
         return ""
     parts = urlsplit(value)
     loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
-    if not parts.hostname or not (
-        parts.scheme == "https" or (parts.scheme == "http" and loopback)
-    ):
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
         raise ImproperlyConfigured(
             f"OIDC_ISSUER must be an https URL (http only on a loopback address), not {value!r}"
         )
