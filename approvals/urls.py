@@ -1,6 +1,5 @@
 """The reviewer pages."""
 
-from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from approvals import account, audit, edits, fragments, grants_page, inbox, stepup, views
@@ -73,12 +72,5 @@ urlpatterns = [
     path("audit/events.csv", audit.trail_csv, name="audit_events_csv"),
     path("audit/events.jsonl", audit.trail_jsonl, name="audit_events_jsonl"),
     path("healthz", views.health, name="health"),
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="approvals/login.html", redirect_authenticated_user=True
-        ),
-        name="login",
-    ),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # /login/ and /logout/: sso.urls (passwords, and the identity provider's sign-in).
 ]

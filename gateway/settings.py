@@ -700,3 +700,73 @@ WEBPUSH_PUSH_SERVICES = [
 WEBPUSH_TIMEOUT_SECONDS = envtimeout("WEBPUSH_TIMEOUT_SECONDS", 10)
 # The pushes no nudge sent, and the retries that are due (webpush.tasks.sweep).
 CELERY_BEAT_SCHEDULE["webpush-sweep"] = {"task": "webpush.tasks.sweep", "schedule": 5.0}
+
+
+# OpenID Connect sign-in (sso/, docs/sso.md): on when OIDC_ISSUER and OIDC_CLIENT_ID are set.
+# The provider's endpoints and keys come from its discovery document, read from the issuer.
+def _oidc_issuer() -> str:
+    """The issuer's URL: https, or http to a loopback address (a provider on this machine)."""
+    value = os.environ.get("OIDC_ISSUER", "").strip()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if not parts.hostname or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise ImproperlyConfigured(
+            f"OIDC_ISSUER must be an https URL (http only on a loopback address), not {value!r}"
+        )
+    return value
+
+
+def _group_map(raw: str) -> dict[str, list[str]]:
+    """OIDC_GROUP_MAP: PROVIDER=GATEWAY pairs separated by commas, which gateway group each
+    provider group gives (a provider group may give several)."""
+    table: dict[str, list[str]] = {}
+    for pair in raw.split(","):
+        if not pair.strip():
+            continue
+        provider, sep, gateway = pair.rpartition("=")
+        if not sep or not provider.strip() or not gateway.strip():
+            raise ImproperlyConfigured(
+                "OIDC_GROUP_MAP must be PROVIDER_GROUP=GATEWAY_GROUP pairs separated by commas, "
+                f"not {pair!r}"
+            )
+        table.setdefault(provider.strip(), []).append(gateway.strip())
+    return table
+
+
+OIDC_ISSUER = _oidc_issuer()
+OIDC_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "").strip()
+OIDC_CLIENT_SECRET = envstr("OIDC_CLIENT_SECRET")
+# The button's words: "Sign in with <OIDC_PROVIDER_NAME>".
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "").strip() or "SSO"
+OIDC_SCOPES = os.environ.get("OIDC_SCOPES", "openid email profile").split()
+# The claim that lists the person's groups at the provider; empty: groups are kept in the
+# admin, not taken from the provider. With OIDC_GROUP_MAP, only the groups it names count;
+# without, a provider group counts when a gateway group has its name.
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups").strip()
+OIDC_GROUP_MAP = _group_map(os.environ.get("OIDC_GROUP_MAP", ""))
+# true: no password sign-in (the login form, the admin's) but for the usernames in
+# OIDC_BREAK_GLASS (comma-separated), the administrators' way in when the provider is down.
+OIDC_ONLY = envbool("OIDC_ONLY", "false")
+OIDC_BREAK_GLASS = [
+    u.strip() for u in os.environ.get("OIDC_BREAK_GLASS", "").split(",") if u.strip()
+]
+# Each call to the provider (discovery, keys, token) gives up after this long.
+OIDC_TIMEOUT_SECONDS = envtimeout("OIDC_TIMEOUT_SECONDS", 10)
+if OIDC_ISSUER and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_ISSUER is set: set OIDC_CLIENT_ID too")
+if "openid" not in OIDC_SCOPES:
+    raise ImproperlyConfigured(f"OIDC_SCOPES must include openid, not {OIDC_SCOPES!r}")
+if OIDC_ONLY and not OIDC_ISSUER:
+    raise ImproperlyConfigured("OIDC_ONLY=true turns passwords off: set OIDC_ISSUER first")
+INSTALLED_APPS.insert(INSTALLED_APPS.index("gateway"), "sso")
+# Before the password check: with OIDC_ONLY it refuses every password but break-glass ones.
+AUTHENTICATION_BACKENDS.insert(1, "sso.passwords.PasswordsOff")
+if OIDC_ISSUER:
+    # Sign-out's form is answered with a redirect to the provider's end-session endpoint, and
+    # browsers hold a form's redirects to form-action: the issuer's origin is allowed there.
+    _issuer = urlsplit(OIDC_ISSUER)
+    CONTENT_SECURITY_POLICY["DIRECTIVES"]["form-action"].append(
+        f"{_issuer.scheme}://{_issuer.netloc}"
+    )

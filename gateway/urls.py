@@ -60,6 +60,8 @@ urlpatterns = [
     path("slack/", include("slack_approvals.urls")),
     # The installable app (/manifest.webmanifest, /sw.js) and the Account page's devices.
     path("", include("webpush.urls")),
+    # /login/, /logout/ and the OpenID Connect sign-in (/sso/start, /sso/callback).
+    path("", include("sso.urls")),
     path("", include("approvals.urls")),
 ]
 

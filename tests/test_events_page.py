@@ -7,6 +7,7 @@ from a2a_server import push
 from access import passkeys
 from agents.models import Event
 from slack_approvals import links as slack_links
+from sso import accounts as sso_accounts
 from tests.conftest import ROOT
 from webhooks import models as webhooks
 from webpush import devices as push_devices
@@ -23,6 +24,7 @@ class EventsPageTestCase:
             *slack_links.Notice.values,
             *passkeys.Notice.values,
             *push_devices.Notice.values,
+            *sso_accounts.Notice.values,
         }
         assert rows == recorded
         assert f"There are {len(recorded)} event types" in text

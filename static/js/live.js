@@ -37,6 +37,12 @@
   var watchdog = null;
   var pinger = null;
   var applying = Promise.resolve();  // handlers run one event at a time, in id order
+  // Log out closes this socket (4401) while the form's own answer is on its way, and that
+  // answer says where to go (the identity provider's end-session page, docs/sso.md).
+  var leaving = false;
+  document.addEventListener("submit", function (event) {
+    if (event.target.matches && event.target.matches("form.logout")) leaving = true;
+  });
   // The page pings this often; the server answers at once (and sends a heartbeat every 20 s).
   var PING_INTERVAL = 15000;
   // No answer this long after a ping: the connection is dead, whatever the socket says.
@@ -168,6 +174,7 @@
       clearTimeout(watchdog);
       watchdog = null;
       if (event.code === 4401) {
+        if (leaving) return;
         location.assign("/login/?next=" + encodeURIComponent(location.pathname + location.search));
         return;
       }
