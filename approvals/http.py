@@ -2,6 +2,8 @@
 
 import re
 import uuid
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
@@ -9,6 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from agents.policy import DECIDE_PERMISSION
 from infra.answers import error
 from infra.strict_json import loads  # the API's error answer; the views import it from here
 
@@ -146,3 +149,26 @@ def parse_uuid(value: str) -> uuid.UUID | None:
         return uuid.UUID(value)
     except (ValueError, TypeError):
         return None
+
+
+def reviewer_post(login_for: str) -> Callable[[Callable], Callable]:
+    """A page's JSON endpoint: POST, from a logged-in reviewer who may decide (CSRF is checked
+    by Django's middleware, as on every page's form). `login_for` ends the 401's words: "Log
+    in on the page to <login_for>."."""
+
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method != "POST":
+                response = error(405, "method_not_allowed", "Use POST.")
+                response["Allow"] = "POST"
+                return response
+            if not request.user.is_authenticated:
+                return error(401, "unauthenticated", f"Log in on the page to {login_for}.")
+            if not request.user.has_perm(DECIDE_PERMISSION):
+                return error(403, "forbidden", "You do not have permission to do this.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate

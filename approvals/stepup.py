@@ -6,37 +6,25 @@ reviewer's session reaches these views (Django's session and CSRF checks; a bear
 not read here), which is why the API, A2A and Slack cannot approve such a request: no body
 of theirs carries a proof."""
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from access import passkeys, ratelimits
-from agents.policy import DECIDE_PERMISSION
 from approvals.api.decisions import answer_for
 from approvals.api.suspensions import suspension_or_none
-from approvals.http import BadRequest, bad_request, json_body, not_found, parse_uuid
+from approvals.http import (
+    BadRequest,
+    bad_request,
+    json_body,
+    not_found,
+    parse_uuid,
+    reviewer_post,
+)
 from infra.answers import error
 
-
-def reviewer_page(view: Callable) -> Callable:
-    """A page's JSON endpoint: POST, a logged-in reviewer who may decide (CSRF is checked by
-    Django's middleware, as on every page's form)."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method != "POST":
-            response = error(405, "method_not_allowed", "Use POST.")
-            response["Allow"] = "POST"
-            return response
-        if not request.user.is_authenticated:
-            return error(401, "unauthenticated", "Log in on the page to use a passkey.")
-        if not request.user.has_perm(DECIDE_PERMISSION):
-            return error(403, "forbidden", "You do not have permission to do this.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# A passkey's JSON endpoints on the step-up and account pages.
+reviewer_page = reviewer_post("use a passkey")
 
 
 def _subject(suspension_id: Any) -> str:

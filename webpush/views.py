@@ -1,9 +1,7 @@
 """The installable app's files (/manifest.webmanifest, the service worker /sw.js) and the
 Account page's device endpoints: a subscription added, a device removed."""
 
-from collections.abc import Callable
-from functools import lru_cache, wraps
-from typing import Any
+from functools import lru_cache
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.staticfiles import finders
@@ -12,11 +10,10 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals.http import BadRequest, bad_request, json_body
+from approvals.http import BadRequest, bad_request, json_body, reviewer_post
 from infra.answers import error
 from webpush import devices
 
-DECIDE = "agents.decide_suspension"
 THEME = "#1f5fbf"  # static/favicon.svg's blue
 
 
@@ -63,23 +60,8 @@ def manifest(request: HttpRequest) -> HttpResponse:
     return JsonResponse(body, content_type="application/manifest+json")
 
 
-def reviewer_endpoint(view: Callable) -> Callable:
-    """A page's JSON endpoint: POST, from a logged-in reviewer who may decide (CSRF is checked
-    by Django's middleware, as on every page's form)."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if request.method != "POST":
-            response = error(405, "method_not_allowed", "Use POST.")
-            response["Allow"] = "POST"
-            return response
-        if not request.user.is_authenticated:
-            return error(401, "unauthenticated", "Log in on the page to turn notifications on.")
-        if not request.user.has_perm(DECIDE):
-            return error(403, "forbidden", "You do not have permission to do this.")
-        return view(request, *args, **kwargs)
-
-    return wrapper
+# The devices' JSON endpoints on the Account page.
+reviewer_endpoint = reviewer_post("turn notifications on")
 
 
 @reviewer_endpoint
