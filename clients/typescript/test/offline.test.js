@@ -38,6 +38,17 @@ test("src/schema.d.ts is what openapi-typescript makes of openapi.json", async (
   assert.ok(stdout === committed, "src/schema.d.ts is stale: run `npm run types` and commit it");
 });
 
+test("npm pack ships the compiled modules with their types", async () => {
+  // --ignore-scripts: the build ran before the tests (make test-typescript, npm run build).
+  const { stdout } = await promisify(execFile)("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+    cwd: here,
+  });
+  const files = JSON.parse(stdout)[0].files.map((file) => file.path);
+  for (const entry of ["index", "ai", "openai-agents", "schema"])
+    assert.ok(files.includes(`dist/${entry}.d.ts`), `dist/${entry}.d.ts is not in the package`);
+  assert.ok(files.includes("dist/index.js") && files.includes("README.md"));
+});
+
 /** A stand-in that answers 429 with `retryAfter` `times` times, then 201. */
 async function limited(retryAfter, times) {
   let calls = 0;
