@@ -5,8 +5,11 @@
 //   GATEWAY_URL=http://127.0.0.1:8000 GATEWAY_TOKEN=gw_... node examples/ai-sdk.mjs
 //
 // then decide the request in the gateway's inbox.
-import { generateText, jsonSchema, stepCountIs, tool } from "ai";
+import { pathToFileURL } from "node:url";
+
+import { generateText, stepCountIs, tool } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
+import { z } from "zod";
 
 import { Gateway } from "approval-gateway-client";
 import { gatewayTool } from "approval-gateway-client/ai";
@@ -48,12 +51,8 @@ export async function main(gateway) {
   const paid = [];
   const pay = tool({
     description: "Pay an invoice.",
-    inputSchema: jsonSchema({
-      type: "object",
-      properties: { invoice: { type: "string" }, amount: { type: "number" } },
-      required: ["invoice", "amount"],
-      additionalProperties: false,
-    }),
+    // The JSON Schema the SDK makes of it goes to the gateway: a reviewer's edit must fit it.
+    inputSchema: z.object({ invoice: z.string(), amount: z.number().positive() }),
     execute: async (args) => {
       paid.push(args);
       return { paid: args.amount, invoice: args.invoice };
@@ -69,7 +68,7 @@ export async function main(gateway) {
   return { paid: paid[0] ?? null, result: toolResult?.output, text: result.text };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const gateway = new Gateway({
     url: process.env.GATEWAY_URL ?? "http://127.0.0.1:8000",
     token: process.env.GATEWAY_TOKEN ?? "",

@@ -6,6 +6,8 @@
 //   GATEWAY_URL=http://127.0.0.1:8000 GATEWAY_TOKEN=gw_... node examples/openai-agents.mjs
 //
 // then decide the request in the gateway's inbox.
+import { pathToFileURL } from "node:url";
+
 import { Agent, Usage, setTracingDisabled, tool } from "@openai/agents";
 
 import { Gateway } from "approval-gateway-client";
@@ -88,7 +90,7 @@ export async function main(gateway) {
   return { paid: paid[0] ?? null, text: result.finalOutput };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const gateway = new Gateway({
     url: process.env.GATEWAY_URL ?? "http://127.0.0.1:8000",
     token: process.env.GATEWAY_TOKEN ?? "",

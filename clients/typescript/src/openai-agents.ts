@@ -67,9 +67,10 @@ export class GatewayApprovals {
         string,
         unknown
       >;
+      if (!callId) throw new TypeError(`${name}: the SDK gave needsApproval no call id`);
       const edit = `${name} ${canonicalJson(args)}`;
       if (this.#edits.delete(edit)) return false; // exactly what a reviewer approved: once
-      const made = await this.request(name, args, callId ?? "", prompt);
+      const made = await this.request(name, args, callId, prompt);
       return !(made.status === "approved" && made.approved);
     };
     return tool;

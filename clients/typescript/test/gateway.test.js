@@ -12,6 +12,7 @@ import {
   Gateway,
   ReceiptInvalid,
   Rejected,
+  StillPending,
   TimedOut,
   verifyReceipt,
 } from "approval-gateway-client";
@@ -93,6 +94,14 @@ describe("requestApproval", () => {
     await assert.rejects(
       gateway.requestApproval("transfer", { to: "acme", amount: 1 }, { timeout: 1 }),
       (e) => e instanceof TimedOut && e.request.status === "timed_out",
+    );
+  });
+
+  test("a decision not taken within the caller's wait throws StillPending", async () => {
+    const gateway = agent("ts-within");
+    await assert.rejects(
+      gateway.requestApproval("transfer", { to: "acme", amount: 1 }, { within: 1 }),
+      (e) => e instanceof StillPending && e.request.status === "pending",
     );
   });
 
