@@ -95,6 +95,7 @@ test-postgres:
 # tsc, then node's test runner; its live tests start their own gateway on the embedded default
 # (clients/typescript/test/gateway.py, with this virtualenv's Python).
 test-typescript: $(STAMP)
+	@command -v npm >/dev/null || { echo "npm not found: the TypeScript client needs Node.js 20 or later" >&2; exit 1; }
 	cd clients/typescript && npm ci --no-audit --no-fund && npm run build
 	cd clients/typescript && env -u DATABASE_URL -u REDIS_URL -u MAKEFLAGS GATEWAY_PYTHON=$(abspath $(PY)) npm test
 
