@@ -21,7 +21,7 @@ JOBS := $(if $(filter 0,$(PARALLEL)),1,4)
 # The slowest tests, in CI's output.
 PYTEST := $(PY) -m pytest --durations=25
 
-.PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-faults lint clean bench-compare bench-mcp
+.PHONY: setup system-packages walkthrough-packages run test docs test-embedded test-postgres test-typescript test-faults lint clean bench-compare bench-mcp
 
 # What serving needs: the gateway without the development extras (README, "Quick start", has
 # the figures). Serving needs no client: clients/python is for agents outside the gateway.
@@ -66,9 +66,9 @@ run: $(RUN_STAMP)
 	@$(PY) manage.py migrate --noinput -v0
 	@$(PY) manage.py serve --demo
 
-# In parallel each of the four prints its output when it ends (--output-sync); any failing fails.
+# In parallel each of the five prints its output when it ends (--output-sync); any failing fails.
 test: setup
-	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target lint docs test-embedded test-postgres
+	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=target lint docs test-embedded test-postgres test-typescript
 	$(MAKE) --no-print-directory test-faults
 
 # The documentation site (mkdocs.yml, docs/), built into site/; a broken link or anchor fails it.
@@ -90,6 +90,14 @@ test-postgres:
 	else \
 		env -u MAKEFLAGS DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PYTEST) $(XDIST); \
 	fi
+
+# The TypeScript client (clients/typescript): installed from its package-lock.json, built with
+# tsc, then node's test runner; its live tests start their own gateway on the embedded default
+# (clients/typescript/test/gateway.py, with this virtualenv's Python).
+test-typescript: $(STAMP)
+	@command -v npm >/dev/null || { echo "npm not found: the TypeScript client needs Node.js 20 or later" >&2; exit 1; }
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run build
+	cd clients/typescript && env -u DATABASE_URL -u REDIS_URL -u MAKEFLAGS GATEWAY_PYTHON=$(abspath $(PY)) npm test
 
 # The fault-injection suite (tests/faults): it starts, kills and restarts its own PostgreSQL
 # cluster, Redis and gateway processes, so it runs once, apart from the two runs above, and
