@@ -7,7 +7,6 @@ from `nudge` (after each transaction that records events commits, agents.events.
 from beat's sweep every WEBHOOKS_SWEEP_INTERVAL_SECONDS, which catches whatever a nudge missed.
 """
 
-import time
 from datetime import datetime
 from typing import Any
 
@@ -15,17 +14,13 @@ from django.db.models import Value
 
 from a2a_server import notifications
 from a2a_server.models import PushNotificationConfig
-from agents.delivery.fanout import FanOut, Nudge
+from agents.delivery.fanout import FanOut, Known, Nudge
 from webhooks import outbox
 from webhooks.models import Cursor, Delivery, Subscription
 
 nudges = Nudge("webhooks.tasks.fan_out")
-# Whether anything can receive deliveries is read at most once per RECEIVERS_TTL per process:
-# a busy worker commits many times a second, and each nudge asked PostgreSQL again
-# (bench/README.md). A receiver added meanwhile misses at most that long of
-# nudges; beat's sweep, every WEBHOOKS_SWEEP_INTERVAL_SECONDS, fans its events out anyway.
-RECEIVERS_TTL = 1.0
-_receivers: tuple[float, bool] | None = None  # (when read, answer)
+# Whether anything can receive deliveries: read at most once a second per process.
+_receivers_known = Known(lambda: receivers_exist())
 
 
 def nudge(**kwargs: Any) -> None:
@@ -35,25 +30,14 @@ def nudge(**kwargs: Any) -> None:
     nudges(_receivers_known)
 
 
-def _receivers_known() -> bool:
-    """receivers_exist(), as read within the last RECEIVERS_TTL by this process."""
-    global _receivers
-    now = time.monotonic()
-    known = _receivers
-    if known is None or now - known[0] >= RECEIVERS_TTL:
-        known = _receivers = (now, receivers_exist())
-    return known[1]
-
-
 def forget_receivers(**kwargs: Any) -> None:
     """A subscription or push config saved or deleted in this process: read again next time."""
-    global _receivers
-    _receivers = None
+    _receivers_known.forget()
 
 
 def receivers_exist() -> bool:
     """Is there anything a fan-out could deliver to: an enabled subscription or an A2A push
-    config? (One statement, made at most once per RECEIVERS_TTL per process.)"""
+    config? (One statement, made at most once a second per process: `_receivers_known`.)"""
     subscriptions = Subscription.objects.filter(enabled=True)
     return (
         PushNotificationConfig.objects.annotate(any=Value(1))

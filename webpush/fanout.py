@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from agents.delivery.fanout import FanOut, Nudge
+from agents.delivery.fanout import FanOut, Known, Nudge
 from agents.models import Event, Suspension
 from notify import routing
 from webpush import messages, outbox
@@ -30,6 +30,9 @@ CLOSING = {
 }
 
 nudges = Nudge("webpush.tasks.fan_out")
+# Whether any device is kept: read at most once a second per process, not at every commit
+# (forgotten when a device is saved or deleted here: webpush.apps).
+devices_known = Known(lambda: Device.objects.exists())
 
 
 def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
@@ -37,7 +40,7 @@ def nudge(events: list[Event] | None = None, **kwargs: Any) -> None:
     makes pushes and some device is kept."""
     if events is not None and not any(e.type in SHOWN or e.type in CLOSING for e in events):
         return
-    nudges(wanted=Device.objects.exists)
+    nudges(wanted=devices_known)
 
 
 def pushes_for(rows: list[dict[str, Any]], now: datetime, token: str = "") -> list[Push]:

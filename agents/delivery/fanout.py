@@ -111,6 +111,29 @@ def _id_and_time(row: Row) -> tuple[int, datetime]:
     return row["id"], row["created_at"]
 
 
+class Known:
+    """Whether a channel has anything to deliver to (`read()`), read at most once per `ttl`
+    seconds per process: a busy worker commits many times a second, and each nudge asked the
+    database again (bench/HISTORY.md, webhooks' fourth round). A receiver added in another
+    process misses at most that long of nudges; the channel's sweep fans its events out anyway.
+    `forget` (connected to the receivers' save and delete signals) reads again next time."""
+
+    def __init__(self, read: Callable[[], bool], ttl: float = 1.0) -> None:
+        self.read = read
+        self.ttl = ttl
+        self._known: tuple[float, bool] | None = None  # (when read, answer)
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        known = self._known
+        if known is None or now - known[0] >= self.ttl:
+            known = self._known = (now, bool(self.read()))
+        return known[1]
+
+    def forget(self, **kwargs: Any) -> None:
+        self._known = None
+
+
 class Nudge:
     """Sends a channel's fan-out task by name shortly after a commit, at most once per DELAY
     per process. Never raises: a broker that is away delays the deliveries until the sweep,

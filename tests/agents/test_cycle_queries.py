@@ -17,6 +17,7 @@ from agents.engine import engine
 from agents.models import Suspension, Thread
 from tests.conftest import Api, operator
 from webhooks import fanout
+from webpush import fanout as push_fanout
 
 AGENT = """
 agents:
@@ -33,7 +34,7 @@ agents:
 # The budget of each step: the statements it makes today (see the module's docstring). Before
 # issue 13 (PostgreSQL): start 22, suspend 19, decide 18, resume 26, and no receivers check;
 # after its first round 17, 18, 18, 26; its second 13, 14, 15, 22; its third 12, 13, 14, 21 (the
-# receivers check at most once per RECEIVERS_TTL per process, not per nudge); its fifth 11, 12,
+# receivers check at most once a second per process, not per nudge); its fifth 11, 12,
 # 13, 18 (a new thread's chain not read; the lease's check in the status's update; the group's
 # check in the thread's; the live line in the step's transaction, with no savepoint); its
 # eighth 10, 12, 12, 18 (the caller's permissions in the token's statement). SQLite reads the
@@ -50,7 +51,7 @@ BUDGETS = {
 
 def counted(step: str, work: Any, report: dict[str, list[str]]) -> Any:
     # Each step's first commit nudges the webhook fan-out (at most once per NUDGE_DELAY), which
-    # asks whether any receiver exists at most once per RECEIVERS_TTL: the nudge made to happen
+    # asks whether any receiver exists at most once a second: the nudge made to happen
     # in every step and the answer already known (test_statements_per_cycle_step reads it
     # first), as on a busy gateway, so counts are exact.
     fanout.nudges.due = 0.0
@@ -65,9 +66,12 @@ def test_statements_per_cycle_step(
     users: dict[str, Any], load_agents: Any, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     load_agents(AGENT)
-    monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
+    monkeypatch.setattr(fanout._receivers_known, "ttl", 3600.0)
     fanout.forget_receivers()
     assert fanout._receivers_known() is False  # nothing to deliver to, and now known
+    monkeypatch.setattr(push_fanout.devices_known, "ttl", 3600.0)
+    push_fanout.devices_known.forget()
+    assert push_fanout.devices_known() is False  # no device to push to, and now known
     # A process reads its receipts' signing key once a minute, not per decision (the tests'
     # servers at every signing: gateway.testenv).
     settings.RECEIPT_KEY_CACHE_SECONDS = 60

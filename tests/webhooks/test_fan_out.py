@@ -97,14 +97,14 @@ class FanOutTestCase:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         Subscription.objects.all().delete()
-        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
+        monkeypatch.setattr(fanout._receivers_known, "ttl", 3600.0)
         assert fanout._receivers_known() is False
         # Made behind the ORM's back (as another process would): not seen before the TTL ends.
         Subscription.objects.bulk_create([Subscription(url="http://127.0.0.1:9/", owner=self.user)])
         assert fanout._receivers_known() is False
-        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 0.0)
+        monkeypatch.setattr(fanout._receivers_known, "ttl", 0.0)
         assert fanout._receivers_known() is True
-        monkeypatch.setattr(fanout, "RECEIVERS_TTL", 3600.0)
+        monkeypatch.setattr(fanout._receivers_known, "ttl", 3600.0)
         Subscription.objects.all().delete()  # saved and deleted here: forgotten at once
         assert fanout._receivers_known() is False
         thread = thread_of("payer", self.user)
