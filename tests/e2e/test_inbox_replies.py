@@ -79,6 +79,9 @@ class InboxRepliesTestCase:
         expect(card).to_be_visible()
         expect(card.locator(".question")).to_have_text("Which form: <b>A</b> or B?")
         self.site.shoot(page, "inbox-reply-phone")
+        # The page's socket caught up (its replay could otherwise arrive after the change
+        # below and take the card away before the refusal is shown).
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live")
         # A reply the agent does not accept is refused with the reason; nothing changes.
         card.locator("textarea").fill("x" * 10)
         Thread.objects.filter(pk=tid).update(status="completed")  # answered meanwhile elsewhere
