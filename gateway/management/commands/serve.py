@@ -32,6 +32,8 @@ SLOW_START = 30.0
 ROLES = ("web", "worker", "deadlines", "beat")
 # The demo MCP server's process, started with --demo (demo/mcp_notes.py).
 NOTES = "mcp-notes"
+# The deadlines worker with beat embedded, when a machine runs both roles.
+DEADLINES_BEAT = "deadlines+beat"
 
 
 class Command(BaseCommand):
@@ -165,13 +167,16 @@ class Command(BaseCommand):
         if "worker" in roles:
             commands.update(workers)
         if "deadlines" in roles:
-            # Deadlines and the sweeper on a worker of their own: never behind the runs.
-            commands["deadlines"] = [
+            # Deadlines and the sweeper on a worker of their own: never behind the runs. With
+            # the beat role on the same machine, beat runs in a thread of it (start() below
+            # sets GATEWAY_BEAT_SCHEDULE; gateway.celery_ready) rather than in a process of its
+            # own that loads Django and Celery again (bench/footprint.py).
+            commands[DEADLINES_BEAT if "beat" in roles else "deadlines"] = [
                 *celery,
                 *("worker", *celery_level, "-c", "1", *quiet),
                 *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
             ]
-        if "beat" in roles:
+        elif "beat" in roles:
             # gateway.beat's scheduler sends nothing until it holds the beat lease (and logs
             # when it takes, loses or waits for it).
             commands["beat"] = [
@@ -192,7 +197,16 @@ class Command(BaseCommand):
                 return subprocess.Popen(commands[name], pass_fds=inherit)
             if name == NOTES:
                 return subprocess.Popen(commands[name], pass_fds=(demo.notes.fileno(),))
-            env = {**os.environ, "GATEWAY_READY_FILE": str(ready_dir / name)}
+            # CELERY_SKIP_CHECKS: serve ran Django's system checks before starting them; in a
+            # worker or beat they would import every URLconf's views (the A2A SDK, Slack's
+            # Bolt, WebAuthn, Prometheus...), which no task needs (bench/footprint.py).
+            env = {
+                **os.environ,
+                "GATEWAY_READY_FILE": str(ready_dir / name),
+                "CELERY_SKIP_CHECKS": "true",
+            }
+            if name == DEADLINES_BEAT:
+                env["GATEWAY_BEAT_SCHEDULE"] = schedule
             return subprocess.Popen(commands[name], env=env)
 
         procs = {name: start(name) for name in commands}
@@ -306,6 +320,10 @@ class Command(BaseCommand):
             rows.append((", ".join(workers), "run the agents, one step of a run at a time each"))
         if "deadlines" in names:
             rows.append(("deadlines", "deadlines, reminders and the sweeper"))
+        if DEADLINES_BEAT in names:
+            rows.append(
+                (DEADLINES_BEAT, "deadlines, reminders and the sweeper; the periodic tasks")
+            )
         if "beat" in names:
             rows.append(("beat", "the periodic tasks"))
         if demo is not None and demo.notes_refused:
