@@ -125,8 +125,10 @@ def _site_origins() -> list[str]:
 # cookies to any page's socket; token-authenticated sockets skip the check).
 WEBSOCKET_ALLOWED_ORIGINS = _origins("WEBSOCKET_ALLOWED_ORIGINS", _site_origins())
 
+# Without daphne's app: it only replaces runserver (unused: `manage.py serve` starts daphne
+# itself) and imports Twisted and autobahn into every process that sets Django up, the
+# workers and beat included (bench/footprint.py).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -5,8 +5,6 @@ import os
 import re
 from typing import Any
 
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-
 from agents import external, versions
 from agents.agentfiles import AgentFileError
 from agents.models import AgentDefinition
@@ -138,6 +136,10 @@ def check(spec: Any, where: str) -> dict[str, Any]:
     callers = spec.get("callers") or []
     if not isinstance(callers, list) or not all(isinstance(g, str) and g for g in callers):
         raise AgentFileError(f"{where}: 'callers' must be a list of group names")
+    # The MCP types (pydantic models, 0.2 s to import) when a file names an upstream, not in
+    # every process that sets Django up (this module is loaded by mcp_gateway's ready()).
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
     revision = spec.get("revision") or ""
     if isinstance(revision, datetime.date):
         revision = revision.isoformat()  # YAML reads an unquoted 2026-07-28 as a date

@@ -19,9 +19,7 @@ import json
 import time
 from datetime import datetime, timedelta
 
-import requests
 from django.conf import settings
-from pywebpush import WebPushException, webpush
 
 from agents.delivery import outbox as shared
 from agents.delivery.outbox import Result
@@ -73,6 +71,12 @@ class Outbox(shared.Outbox):
         return Push.Status.SKIPPED
 
     def deliver(self, push: Push, now: datetime) -> Result:
+        # pywebpush (with requests and its crypto, some 400 modules and 38 MB) is imported by
+        # the worker that sends a push, not by every process that loads this module through
+        # webpush.fanout (the web server's nudge, beat).
+        import requests
+        from pywebpush import WebPushException, webpush
+
         device = push.device
         started = time.monotonic()
         try:

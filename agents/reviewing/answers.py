@@ -11,19 +11,22 @@ setting's `timeout`. A `scripted` reviewer answers from its setting's `script`, 
 network: the first answer whose `when` holds for the arguments.
 """
 
+from __future__ import annotations
+
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import anthropic
-from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
 from django.conf import settings
 from jsonschema import Draft202012Validator
 
 from agents.hashing import canonical_hash
 from agents.reviewing.setting import DECISIONS, SCRIPTED, Setting
 from agents.rules import matches
+
+if TYPE_CHECKING:
+    import anthropic
 
 MAX_REASON = 1000  # characters of the model's reason kept and shown
 MAX_TOKENS = 1024  # of the model's answer
@@ -120,6 +123,10 @@ def _scripted(setting: Setting, prompt: str, arguments: Any) -> Answer:
 @functools.lru_cache(maxsize=8)
 def _client(api_key: str, base_url: str, timeout: int) -> anthropic.Anthropic:
     """One client (and connection pool) per process and configuration."""
+    # The SDK is imported when a Claude reviewer is first asked, not with this module: some
+    # 3,600 modules and 80 MB that every process loading the engine would hold otherwise.
+    import anthropic
+
     return anthropic.Anthropic(
         api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0
     )
@@ -129,6 +136,9 @@ def _claude(setting: Setting, prompt: str) -> Answer:
     if not settings.ANTHROPIC_API_KEY:
         raise ReviewFailed(f"the model {setting.model} needs ANTHROPIC_API_KEY, which is not set")
     client = _client(settings.ANTHROPIC_API_KEY, settings.ANTHROPIC_BASE_URL, setting.timeout)
+    import anthropic  # loaded by _client: see there
+    from anthropic.types import MessageParam, ToolChoiceToolParam, ToolParam
+
     try:
         message = client.messages.create(
             model=setting.model,

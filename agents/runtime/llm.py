@@ -1,15 +1,19 @@
 """LLM providers: `scripted` replays an agent file's turns; `anthropic` calls the Messages API."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import anthropic
 import httpx2
+
+if TYPE_CHECKING:
+    import anthropic
 
 SCRIPTED = "scripted"
 
@@ -214,6 +218,11 @@ class AnthropicProvider:
         self.client: anthropic.Anthropic | None = None
         if not api_key:
             return
+        # The SDK is imported where a provider with a key is made, not with this module: it
+        # is some 3,600 modules and 80 MB, which every process that loads the engine (the
+        # web server, beat, the deadlines worker) would hold while no agent calls Claude.
+        import anthropic
+
         options: dict[str, Any] = {"event_hooks": {"request": [self._count_attempt]}}
         if transport is not None:
             options["transport"] = transport
@@ -242,6 +251,8 @@ class AnthropicProvider:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
+        import anthropic  # loaded by __init__ with the client: see there
+
         self.attempts = 0
         restarts = 0
         while True:
@@ -289,6 +300,8 @@ class AnthropicProvider:
 
         Errors before the answer begins are the SDK's own; a break after it is _StreamBroken.
         """
+        import anthropic  # loaded by __init__ with the client: see there
+
         with client.messages.stream(**params) as stream:
             if stream.response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignores `"stream": true` answers one JSON message (some
@@ -320,6 +333,8 @@ class AnthropicProvider:
             return stream.get_final_message()
 
     def _broken_error(self, broken: _StreamBroken) -> LLMError:
+        import anthropic  # loaded by __init__ with the client: see there
+
         cause = broken.cause
         if isinstance(cause, anthropic.APIStatusError):
             return LLMError(

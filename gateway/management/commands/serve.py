@@ -7,16 +7,12 @@ Once all are ready it says so in one block: what runs and where, the demo's logi
 INFO or DEBUG (`-v 2` sets INFO, `-v 3` DEBUG) every process logs at that level, Celery's
 banners included, and serve says when each process is ready."""
 
-import http.client
+import json
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +28,8 @@ SLOW_START = 30.0
 ROLES = ("web", "worker", "deadlines", "beat")
 # The demo MCP server's process, started with --demo (demo/mcp_notes.py).
 NOTES = "mcp-notes"
+# The deadlines worker with beat embedded, when a machine runs both roles.
+DEADLINES_BEAT = "deadlines+beat"
 
 
 class Command(BaseCommand):
@@ -165,13 +163,16 @@ class Command(BaseCommand):
         if "worker" in roles:
             commands.update(workers)
         if "deadlines" in roles:
-            # Deadlines and the sweeper on a worker of their own: never behind the runs.
-            commands["deadlines"] = [
+            # Deadlines and the sweeper on a worker of their own: never behind the runs. With
+            # the beat role on the same machine, beat runs in a thread of it (start() below
+            # sets GATEWAY_BEAT_SCHEDULE; gateway.celery_ready) rather than in a process of its
+            # own that loads Django and Celery again (bench/footprint.py).
+            commands[DEADLINES_BEAT if "beat" in roles else "deadlines"] = [
                 *celery,
                 *("worker", *celery_level, "-c", "1", *quiet),
                 *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
             ]
-        if "beat" in roles:
+        elif "beat" in roles:
             # gateway.beat's scheduler sends nothing until it holds the beat lease (and logs
             # when it takes, loses or waits for it).
             commands["beat"] = [
@@ -182,122 +183,76 @@ class Command(BaseCommand):
         # session pages from there only (WEBSOCKET_ALLOWED_ORIGINS defaults to it).
         host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
         os.environ.setdefault("SITE_URL", f"http://{host}:{options['port']}")
-        inherit = (listener.fileno(),) if listener is not None else ()
         if demo is not None and demo.notes is not None:
             commands[NOTES] = demo.notes_command()
         ready_dir = Path(tempfile.mkdtemp(prefix="serve-ready-"))
-
-        def start(name: str) -> subprocess.Popen:
-            if name.startswith("web"):
-                return subprocess.Popen(commands[name], pass_fds=inherit)
-            if name == NOTES:
-                return subprocess.Popen(commands[name], pass_fds=(demo.notes.fileno(),))
-            env = {**os.environ, "GATEWAY_READY_FILE": str(ready_dir / name)}
-            return subprocess.Popen(commands[name], env=env)
-
-        procs = {name: start(name) for name in commands}
-        self.stdout.write(f"Starting {', '.join(procs)}...")
-        self.stdout.flush()
-        if listener is not None:
-            listener.close()  # the daphne processes hold it now
-        stopping = False
-
-        def stop(signum: int, frame: Any) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
+        inherit = [listener.fileno()] if listener is not None else []
         url = f"http://{host}:{options['port']}/"
         # What to knock on to see the server answer (a wildcard address is not one to dial).
         probe = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(
             options["host"], options["host"]
         )
-        waiting = set(procs)
-        began = said = time.monotonic()
-        code = 0
-        restarts: dict[str, list[float]] = {name: [] for name in procs}
-        while not stopping:
-            for name, proc in procs.items():
-                if proc.poll() is None:
-                    continue
-                # A worker or beat that exits by itself is started again, as a process
-                # supervisor would (Celery's worker exits on some broker connection losses,
-                # such as a Redis restart, and relies on that); one that keeps exiting, or the
-                # web server (its socket is shared), stops everything.
-                now = time.monotonic()
-                recent = [t for t in restarts[name] if now - t < RESTART_WINDOW]
-                if name.startswith("web") or len(recent) >= MAX_RESTARTS:
-                    self.stderr.write(f"{name} exited with {proc.returncode}; stopping the others")
-                    stopping, code = True, 1
-                    break
-                restarts[name] = [*recent, now]
-                self.stderr.write(f"{name} exited with {proc.returncode}; starting it again")
-                procs[name] = start(name)
-            if waiting and not stopping:
-                for name in self._ready(waiting, ready_dir, probe, options["port"], demo):
-                    waiting.discard(name)
-                    if chatty:
-                        self.stdout.write(f"{name} ready")
-                if not waiting:
-                    took = time.monotonic() - began
-                    for line in self._summary(list(procs), url, web, took, demo, chatty):
-                        self.stdout.write(line)
-                if not waiting and "web" in roles:
-                    self.stdout.write(
-                        f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
-                    )
-                elif not waiting:
-                    self.stdout.write(f"Running {', '.join(procs)}  (Ctrl-C stops them)")
-                elif time.monotonic() - said > SLOW_START:
-                    said = time.monotonic()
-                    self.stdout.write(
-                        f"Still starting after {said - began:.0f} s: {', '.join(sorted(waiting))}"
-                    )
-                self.stdout.flush()
-            time.sleep(0.2)
-        shutil.rmtree(ready_dir, ignore_errors=True)
-        if demo is not None and demo.notes is not None:
-            demo.notes.close()
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        deadline = time.monotonic() + 10
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        sys.exit(code)
+        processes: dict[str, dict[str, Any]] = {}
+        for name, argv in commands.items():
+            if name.startswith("web"):
+                # Any answer: ALLOWED_HOSTS may refuse the probe's Host, which still proves
+                # daphne serves the app. Processes sharing a socket are ready together.
+                processes[name] = {
+                    "argv": argv,
+                    "pass_fds": inherit,
+                    "ready": {"http": [probe, options["port"], "/healthz"]},
+                    "vital": True,
+                }
+            elif name == NOTES:
+                notes = urlsplit(demo.notes_url)
+                processes[name] = {
+                    "argv": argv,
+                    "pass_fds": [demo.notes.fileno()],
+                    "ready": {"http": [notes.hostname, notes.port, notes.path]},
+                }
+            else:
+                # Ready once gateway.celery_ready creates its file. CELERY_SKIP_CHECKS: serve
+                # ran Django's system checks already; in a worker or beat they would import
+                # every URLconf's views (the A2A SDK, Slack's Bolt, WebAuthn, Prometheus...),
+                # which no task needs (bench/footprint.py).
+                env = {"GATEWAY_READY_FILE": str(ready_dir / name), "CELERY_SKIP_CHECKS": "true"}
+                if name == DEADLINES_BEAT:
+                    env["GATEWAY_BEAT_SCHEDULE"] = schedule
+                processes[name] = {
+                    "argv": argv,
+                    "env": env,
+                    "ready": {"file": env["GATEWAY_READY_FILE"]},
+                }
+        keep_notes = demo is not None and demo.notes is not None
+        spec = {
+            "processes": processes,
+            "close_after_start": inherit,  # the daphne processes hold the listener then
+            "close_at_end": [demo.notes.fileno()] if keep_notes else [],
+            "remove_at_end": str(ready_dir),
+            "chatty": chatty,
+            "summary": self._summary(list(commands), url, web, demo, chatty),
+            "serving": (
+                f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
+                if "web" in roles
+                else f"Running {', '.join(commands)}  (Ctrl-C stops them)"
+            ),
+            "slow_start": SLOW_START,
+            "max_restarts": MAX_RESTARTS,
+            "restart_window": RESTART_WINDOW,
+        }
+        spec_file = ready_dir / "spec.json"
+        spec_file.write_text(json.dumps(spec))
+        # From here on serve only watches its children: it becomes infra.supervisor (the same
+        # pid, terminal and inherited sockets), which loads no Django (bench/footprint.py).
+        self.stdout.flush()
+        sys.stdout.flush()
+        os.execv(py, [py, "-m", "infra.supervisor", str(spec_file)])
 
     @staticmethod
-    def _ready(
-        waiting: set[str], ready_dir: Path, host: str, port: int, demo: Any = None
-    ) -> list[str]:
-        """Which of `waiting` are ready now: a worker or beat once its file exists; the web
-        processes once the server answers HTTP (any answer: ALLOWED_HOSTS may refuse the
-        probe's Host, which still proves daphne serves the app), and the demo MCP server
-        likewise. Processes sharing a socket cannot be told apart, so they are ready together."""
-        found = [
-            n
-            for n in waiting
-            if n != NOTES and not n.startswith("web") and (ready_dir / n).exists()
-        ]
-        web = sorted(n for n in waiting if n.startswith("web"))
-        if web and _answers(host, port, "/healthz"):
-            found += web
-        if NOTES in waiting:
-            notes = urlsplit(demo.notes_url)
-            if _answers(notes.hostname, notes.port, notes.path):
-                found.append(NOTES)
-        return sorted(found)
-
-    @staticmethod
-    def _summary(
-        names: list[str], url: str, web: int, took: float, demo: Any, chatty: bool
-    ) -> list[str]:
+    def _summary(names: list[str], url: str, web: int, demo: Any, chatty: bool) -> list[str]:
         """The block said once all are ready: what runs and where, the demo's logins, and
-        what needs a person's attention."""
+        what needs a person's attention ("{took}": the seconds it took, said by
+        infra.supervisor)."""
         workers = [n for n in names if n.startswith("worker")]
         rows = []
         if any(n.startswith("web") for n in names):
@@ -306,6 +261,10 @@ class Command(BaseCommand):
             rows.append((", ".join(workers), "run the agents, one step of a run at a time each"))
         if "deadlines" in names:
             rows.append(("deadlines", "deadlines, reminders and the sweeper"))
+        if DEADLINES_BEAT in names:
+            rows.append(
+                (DEADLINES_BEAT, "deadlines, reminders and the sweeper; the periodic tasks")
+            )
         if "beat" in names:
             rows.append(("beat", "the periodic tasks"))
         if demo is not None and demo.notes_refused:
@@ -314,7 +273,7 @@ class Command(BaseCommand):
             port = urlsplit(demo.notes_url).port
             rows.append((NOTES, f"the demo MCP server on :{port}; MCP clients: {url}mcp/notes"))
         width = max(len(n) for n, _ in rows)
-        lines = [f"Ready in {took:.0f} s:", *(f"  {n.ljust(width)}  {w}" for n, w in rows)]
+        lines = ["Ready in {took} s:", *(f"  {n.ljust(width)}  {w}" for n, w in rows)]
         if demo is not None:
             for change, agents in demo.changed.items():
                 said = f"Demo agents {change} (demo/agents.yaml): {', '.join(agents)}"
@@ -331,16 +290,3 @@ class Command(BaseCommand):
                 "(LOG_LEVEL=info make run, or manage.py serve -v 2, says more)."
             )
         return lines
-
-
-def _answers(host: str | None, port: int | None, path: str) -> bool:
-    """Whether an HTTP server answers there, whatever its answer."""
-    conn = http.client.HTTPConnection(host or "127.0.0.1", port or 80, timeout=1)
-    try:
-        conn.request("GET", path)
-        conn.getresponse().read()
-        return True
-    except OSError:
-        return False
-    finally:
-        conn.close()
