@@ -148,7 +148,14 @@ class Gateway:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise
                 time.sleep(0.2)
-        time.sleep(2)  # let the workers and beat come up
+        # Every process ready (serve says "Serving on" once its workers consume and beat runs),
+        # not a fixed pause: a deadline that fell while beat was still starting was measured
+        # late by as much as the start took.
+        log = self.tmp / "serve.log"
+        while "Serving on" not in log.read_text():
+            if time.monotonic() > deadline + 60 or self.proc.poll() is not None:
+                raise RuntimeError(f"the gateway did not get ready:\n{log.read_text()[-3000:]}")
+            time.sleep(0.1)
 
     def processes(self) -> list[int]:
         """The server's processes (`manage.py serve` and every process under it)."""
