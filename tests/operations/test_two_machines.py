@@ -85,14 +85,13 @@ class Machine:
         return self.log.read_text(errors="replace")
 
     def beat_pid(self) -> int:
-        """The process beat runs in: the deadlines worker, beat in a thread of it (serve's
-        deadlines and beat roles on one machine), or a beat process of its own."""
+        """The beat process serve started (a child of serve)."""
         children = subprocess.run(
             ["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True
         ).stdout.split()
         for pid in children:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"beat" in cmdline or any(part.startswith(b"deadlines@") for part in cmdline):
+            if b"beat" in cmdline:
                 return int(pid)
         raise AssertionError(f"no beat under machine {self.name}'s serve")
 

@@ -28,8 +28,6 @@ SLOW_START = 30.0
 ROLES = ("web", "worker", "deadlines", "beat")
 # The demo MCP server's process, started with --demo (demo/mcp_notes.py).
 NOTES = "mcp-notes"
-# The deadlines worker with beat embedded, when a machine runs both roles.
-DEADLINES_BEAT = "deadlines+beat"
 
 
 class Command(BaseCommand):
@@ -163,16 +161,16 @@ class Command(BaseCommand):
         if "worker" in roles:
             commands.update(workers)
         if "deadlines" in roles:
-            # Deadlines and the sweeper on a worker of their own: never behind the runs. With
-            # the beat role on the same machine, beat runs in a thread of it (start() below
-            # sets GATEWAY_BEAT_SCHEDULE; gateway.celery_ready) rather than in a process of its
-            # own that loads Django and Celery again (bench/footprint.py).
-            commands[DEADLINES_BEAT if "beat" in roles else "deadlines"] = [
+            # Deadlines and the sweeper on a worker of their own: never behind the runs. Beat
+            # stays a process of its own: in a thread of this worker (one Django fewer, 118 MB
+            # of PSS) it applied deadlines later under load (bench/timeouts.py --rate 40: p95
+            # 60-160 ms against 30-40; bench/HISTORY.md, session 23).
+            commands["deadlines"] = [
                 *celery,
                 *("worker", *celery_level, "-c", "1", *quiet),
                 *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
             ]
-        elif "beat" in roles:
+        if "beat" in roles:
             # gateway.beat's scheduler sends nothing until it holds the beat lease (and logs
             # when it takes, loses or waits for it).
             commands["beat"] = [
@@ -216,8 +214,6 @@ class Command(BaseCommand):
                 # every URLconf's views (the A2A SDK, Slack's Bolt, WebAuthn, Prometheus...),
                 # which no task needs (bench/footprint.py).
                 env = {"GATEWAY_READY_FILE": str(ready_dir / name), "CELERY_SKIP_CHECKS": "true"}
-                if name == DEADLINES_BEAT:
-                    env["GATEWAY_BEAT_SCHEDULE"] = schedule
                 processes[name] = {
                     "argv": argv,
                     "env": env,
@@ -261,10 +257,6 @@ class Command(BaseCommand):
             rows.append((", ".join(workers), "run the agents, one step of a run at a time each"))
         if "deadlines" in names:
             rows.append(("deadlines", "deadlines, reminders and the sweeper"))
-        if DEADLINES_BEAT in names:
-            rows.append(
-                (DEADLINES_BEAT, "deadlines, reminders and the sweeper; the periodic tasks")
-            )
         if "beat" in names:
             rows.append(("beat", "the periodic tasks"))
         if demo is not None and demo.notes_refused:
