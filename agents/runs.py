@@ -80,6 +80,13 @@ class Run(Hooks):
                 if step.lane is not None:
                     log.info("instance %s has nothing left to run", step.lane.pk)
                     return
+                if not Thread.objects.filter(
+                    pk=step.thread.pk, status=Thread.Status.RUNNING
+                ).exists():
+                    # A cancel won after this worker claimed the thread: it unwound the stack
+                    # and ended the run, which is nothing to warn anyone about.
+                    log.info("thread %s ended while it was claimed", step.thread.pk)
+                    return
                 log.warning("thread %s is running with an empty stack", step.thread.pk)
                 self._finish(
                     Thread.Status.FAILED,

@@ -41,3 +41,31 @@ class EngineFailureTestCase:
         assert deadlines.requeue_stalled(now=timezone.now() + timedelta(hours=1)) == 0
         # The user's message is still there.
         assert thread.frames.get(depth=0).messages[0]["content"][0]["text"] == "go"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_that_wins_after_the_claim_ends_the_run_quietly(
+    users: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cancel can land between a worker's claim and its read of the stack: it unwound the
+    stack and ended the run, so the worker finds no frame. That is no empty stack to warn an
+    operator about, and the run stays cancelled, not failed."""
+    from agents import stack
+    from agents.cancelling import cancel_thread
+
+    agent = AgentDefinition.objects.create(name="quick", model="scripted", script=[{"text": "hi"}])
+    thread = starting.start_thread(agent, "go", users["operator"])
+    load = stack.Stack.load
+
+    def cancelled_meanwhile(self: Any, step: Any) -> Any:
+        cancel_thread(thread.pk, users["operator"])
+        return load(self, step)
+
+    monkeypatch.setattr(stack.Stack, "load", cancelled_meanwhile)
+    with caplog.at_level("INFO", logger="agents.runs"):
+        Engine().advance(thread.pk)
+    thread.refresh_from_db()
+    assert thread.status == Thread.Status.CANCELLED
+    assert not Event.objects.filter(thread=thread, type=Event.Type.THREAD_FAILED).exists()
+    assert "empty stack" not in caplog.text
+    assert f"thread {thread.pk} ended while it was claimed" in caplog.text
