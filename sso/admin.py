@@ -7,7 +7,7 @@ from sso.models import Identity
 
 
 @admin.register(Identity)
-class IdentityAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class IdentityAdmin(admin.ModelAdmin):
     list_display = ("user", "issuer", "subject", "email", "signed_in_at")
     list_select_related = ("user",)
     search_fields = ("user__username", "subject", "email")
