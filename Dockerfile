@@ -18,7 +18,7 @@ subprocess.check_call([sys.executable, "-m", "pip", "install", "--no-cache-dir",
 "--disable-pip-version-check", *deps])'
 COPY . .
 
-# Non-root; the data folder (secret key if none is given, beat's schedule) is the user's.
+# Non-root; the data folder (the secret key if none is given) is the user's.
 RUN useradd --system --uid 10001 --home-dir /app gateway \
     && mkdir -p /data /app/staticfiles \
     # The static files collected once, at build time, into the image (whitenoise serves them).

@@ -29,4 +29,13 @@ def check_setup(app_configs: Any, **kwargs: Any) -> list[Error]:
         )
     if settings.SWEEP_INTERVAL_SECONDS <= 0:
         errors.append(Error("SWEEP_INTERVAL_SECONDS must be positive", id="gateway.E003"))
+    if not 0 < settings.SWEEP_IDLE_SECONDS < settings.SWEEP_STALE_SECONDS:
+        errors.append(
+            Error(
+                f"SWEEP_IDLE_SECONDS ({settings.SWEEP_IDLE_SECONDS:g}) must be positive and less "
+                f"than SWEEP_STALE_SECONDS ({settings.SWEEP_STALE_SECONDS}): an idle clock "
+                "sleeps that long between sweeps, and /readyz would call it stale",
+                id="gateway.E004",
+            )
+        )
     return errors

@@ -139,14 +139,21 @@ def expire_all_overdue(budget: float = 10.0, limit: int = 500) -> int:
 def due_soon(
     within: timedelta, now: datetime | None = None, limit: int = 500
 ) -> list[tuple[UUID, datetime]]:
-    """Pending suspensions whose deadline falls in the coming `within`: (id, expires_at)."""
+    """Pending suspensions whose deadline falls in the coming `within`: (id, expires_at).
+    Not the ones raised with a deadline SWEEP_IDLE_SECONDS away or sooner (and not extended
+    since): each has had a task of its own from the start (agents.dispatch.at_deadline)."""
     now = now or timezone.now()
+    timed_at_raise = timedelta(seconds=settings.SWEEP_IDLE_SECONDS)
     # expires_at is not null in these rows (filtered so).
     return cast(
         "list[tuple[UUID, datetime]]",
         list(
             Suspension.objects.filter(
                 status=S.PENDING, expires_at__gt=now, expires_at__lte=now + within
+            )
+            .exclude(
+                timeout__lte=timed_at_raise.total_seconds(),
+                expires_at__lte=F("created_at") + timed_at_raise,
             )
             .order_by("expires_at")
             .values_list("pk", "expires_at")[:limit]

@@ -10,6 +10,7 @@ import functools
 import logging
 from collections.abc import Iterator
 from contextvars import ContextVar
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -21,6 +22,10 @@ log = logging.getLogger(__name__)
 START_THREAD = "agents.tasks.start_thread"
 RESUME_THREAD = "agents.tasks.resume_thread"
 RUN_INSTANCE = "agents.tasks.run_instance"
+EXPIRE_SUSPENSION = "agents.tasks.expire_suspension"
+EXPIRE_INPUT = "agents.tasks.expire_input"
+# A deadline's own task fires this long after it, so the clock has passed it for sure.
+EXPIRY_MARGIN = timedelta(milliseconds=20)
 
 # The runs the clock sends (a deadline's or an input's timeout, the sweeper's re-enqueues) go
 # behind the ones a person or an agent is waiting on: the same queue, a lower priority. Redis
@@ -57,7 +62,17 @@ def enqueue_instance(frame_id: int) -> None:
     transaction.on_commit(_later(current_app.tasks[RUN_INSTANCE], str(frame_id)))
 
 
-def send(task: Any, *args: Any, priority: int | None = None) -> None:
+def at_deadline(task: str, pk: UUID, when: datetime) -> None:
+    """Have `task` (EXPIRE_SUSPENSION, EXPIRE_INPUT) run for `pk` just after `when`, once the
+    caller's transaction commits: for a deadline that may fall before the clock wakes up
+    (agents.due). The stored time stays the truth (invariant 4): if this task is lost, the
+    sweeper applies the deadline when it next runs."""
+    transaction.on_commit(
+        functools.partial(send, current_app.tasks[task], str(pk), eta=when + EXPIRY_MARGIN)
+    )
+
+
+def send(task: Any, *args: Any, priority: int | None = None, eta: datetime | None = None) -> None:
     """Enqueue a task whose work is already stored. The broker being away must not turn a
     committed change into an error answer: the row says the thread is runnable, and the
     sweeper enqueues it again (agents.deadlines.requeue_stalled) once the broker is back."""
@@ -66,7 +81,9 @@ def send(task: Any, *args: Any, priority: int | None = None) -> None:
         # (the default exchange), which needs no binding, and kombu's check of its cache of
         # declared queues copied the queue each time, a large part of the publish
         # (bench/README.md). The workers declare their queues as they start.
-        if priority is None:
+        if eta is not None:
+            task.apply_async(args, declare=[], eta=eta)
+        elif priority is None:
             task.apply_async(args, declare=[])
         else:
             task.apply_async(args, declare=[], priority=priority)

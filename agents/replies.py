@@ -153,15 +153,17 @@ def post_message(thread_id: UUID, text: str, user: Any) -> Thread:
     return provide_input(thread_id, user, text=text, content_type=TEXT)
 
 
-def expire_inputs(now: datetime | None = None, limit: int = 200) -> int:
-    """Threads whose wait for input ran out: cancelled, or, when the asking agent says so,
-    told that the user did not answer and run again. Returns how many."""
+def expire_inputs(
+    now: datetime | None = None, limit: int = 200, only: UUID | str | None = None
+) -> int:
+    """Threads whose wait for input ran out (or the one named by `only`, if its wait has):
+    cancelled, or, when the asking agent says so, told that the user did not answer and run
+    again. Returns how many."""
     now = now or timezone.now()
-    due = list(
-        Thread.objects.filter(status=Thread.Status.WAITING_INPUT, input_expires_at__lte=now)
-        .order_by("input_expires_at")
-        .values_list("pk", flat=True)[:limit]
-    )
+    rows = Thread.objects.filter(status=Thread.Status.WAITING_INPUT, input_expires_at__lte=now)
+    if only is not None:
+        rows = rows.filter(pk=only)
+    due = list(rows.order_by("input_expires_at").values_list("pk", flat=True)[:limit])
     done = 0
     for pk in due:
         # A run told that nobody answered goes behind the ones people wait on (dispatch).

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
-from agents import events
+from agents import dispatch, events
 from agents.checkpoints import Checkpoint
 from agents.instances import Instances
 from agents.leases import Lease, LeaseLost
@@ -319,6 +319,9 @@ class Run(Hooks):
             )
             step.thread.input_prompt = text
             step.thread.input_expires_at = expires
+            if expires is not None and rules.timeout <= settings.SWEEP_IDLE_SECONDS:
+                # It may fall before the clock next wakes (agents.due).
+                dispatch.at_deadline(dispatch.EXPIRE_INPUT, step.thread.pk, expires)
             step.close_live()
             self.lease.give_back(
                 step, Thread.Status.WAITING_INPUT, extra=["input_prompt", "input_expires_at"]

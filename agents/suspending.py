@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import transaction
 
 from agents import (
+    dispatch,
     grants,
     history,
     policy,
@@ -179,6 +180,9 @@ class Suspensions:
                 elif by_grant is not None:
                     receipts.issue(s, by_grant.decider())
                 insert([s])  # as s.save() would, through a statement written once
+                if not decided and timeout <= settings.SWEEP_IDLE_SECONDS:
+                    # It may fall before the clock next wakes (agents.due).
+                    dispatch.at_deadline(dispatch.EXPIRE_SUSPENSION, s.pk, expires_at)
                 payload = {**suspension_payload(s), **step.where()}
                 if decided:
                     # Raised as pending, then decided by its rule or grant, no person as actor.

@@ -7,6 +7,7 @@ from celery import shared_task
 from django.conf import settings
 
 from agents import cancelling, deadlines, grants, reminders, replies
+from agents.dispatch import EXPIRY_MARGIN
 from agents.engine import engine
 from agents.reviewing import verdicts
 from agents.task_options import TASK_OPTIONS
@@ -41,18 +42,16 @@ def review_suspension(suspension_id: str) -> bool:
     return verdicts.review(suspension_id)
 
 
-# A deadline's own task fires this long after it, so the clock has passed it for sure.
-EXPIRY_MARGIN = timedelta(milliseconds=20)
-
-
 @shared_task(ignore_result=True, expires=5)
 def sweep() -> dict[str, int]:
-    """Driven by beat every second: apply deadlines, then the reminders and escalations that
-    have fallen due, then re-enqueue stalled threads.
+    """Run by the clock (gateway.clock) when it falls due (agents.due): apply deadlines, then
+    the reminders and escalations that have fallen due, then re-enqueue stalled threads.
 
     A deadline that falls before the next sweep also gets a task of its own, due at that
-    moment, so it is applied on time rather than up to a sweep interval late. The stored
-    expires_at stays the truth (invariant 4): if that task is lost, the next sweep applies it.
+    moment, so it is applied on time rather than up to a sweep interval late (one raised with
+    a timeout of SWEEP_IDLE_SECONDS or less got its task when it was raised:
+    agents.dispatch.at_deadline). The stored expires_at stays the truth (invariant 4): if
+    that task is lost, the next sweep applies it.
     """
     found = {
         "timed_out": deadlines.expire_all_overdue(),
@@ -79,3 +78,9 @@ def sweep() -> dict[str, int]:
 def expire_suspension(suspension_id: str) -> int:
     """Apply one suspension's deadline, if it has passed and nobody decided first."""
     return deadlines.expire_overdue(only=suspension_id)
+
+
+@shared_task(ignore_result=True, expires=60)
+def expire_input(thread_id: str) -> int:
+    """Apply one thread's input timeout, if it has passed and nobody answered first."""
+    return replies.expire_inputs(only=thread_id)

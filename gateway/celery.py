@@ -1,9 +1,14 @@
-"""The one Celery app: the worker that runs agents and the beat that drives the sweeper."""
+"""The one Celery app: the workers that run agents, and the deadlines worker that hosts the
+clock (gateway.clock), which runs the sweeper and the channels' rounds when they fall due."""
 
 import os
+from typing import TYPE_CHECKING
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_ready, worker_shutdown
+
+if TYPE_CHECKING:
+    from gateway.clock import Clock
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gateway.settings")
 
@@ -28,17 +33,25 @@ def give_back(**kwargs: object) -> None:
         conn.close_if_unusable_or_obsolete()
 
 
-@app.on_after_finalize.connect
-def schedule_sweeper(sender: Celery, **kwargs: object) -> None:
-    from django.conf import settings
+# The worker's clock, when it hosts one (GATEWAY_CLOCK: `manage.py serve` sets it in the
+# process that runs the beat role).
+CLOCK = "GATEWAY_CLOCK"
+_clocks: list["Clock"] = []
 
-    sender.add_periodic_task(
-        settings.SWEEP_INTERVAL_SECONDS, sender.tasks["agents.tasks.sweep"], name="sweep"
-    )
-    # By name: the notify app's tasks may not be imported yet when the app is finalized.
-    sender.add_periodic_task(
-        settings.NOTIFY_INTERVAL_SECONDS, sender.signature("notify.tasks.dispatch"), name="notify"
-    )
-    sender.add_periodic_task(
-        settings.SWEEP_INTERVAL_SECONDS, sender.signature("mcp_gateway.tasks.sweep"), name="mcp"
-    )
+
+@worker_ready.connect
+def start_clock(**kwargs: object) -> None:
+    if os.environ.get(CLOCK, "").lower() not in ("1", "true", "yes", "on"):
+        return
+    # Here, not at the top: the clock reads the engine's rows, so Django must be set up.
+    from gateway.clock import Clock
+
+    clock = Clock(app)
+    clock.start()
+    _clocks.append(clock)
+
+
+@worker_shutdown.connect
+def stop_clock(**kwargs: object) -> None:
+    while _clocks:
+        _clocks.pop().stop()

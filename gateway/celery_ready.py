@@ -1,6 +1,6 @@
 """`python -m gateway.celery_ready ARGS...` runs `celery ARGS...` and says when it is ready,
 for `manage.py serve`: it creates the file named by GATEWAY_READY_FILE once a worker consumes
-from its queues (Celery's worker_ready signal) or beat has started its schedule (beat_init).
+from its queues (Celery's worker_ready signal).
 
 A wrapper rather than a line in gateway/celery.py: the signals are wanted only by serve's
 processes, and a worker's own log says "ready" only at INFO, which serve keeps quiet."""
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from celery.exceptions import SecurityWarning
-from celery.signals import beat_init, worker_ready
+from celery.signals import worker_ready
 
 
 def _ready(**kwargs: Any) -> None:
@@ -21,7 +21,6 @@ def _ready(**kwargs: Any) -> None:
 
 
 worker_ready.connect(_ready, weak=False)
-beat_init.connect(_ready, weak=False)
 
 # Celery's warning about running as root, a paragraph per worker: serve says it once, unless
 # asked for everything (LOG_LEVEL at INFO or DEBUG).

@@ -469,16 +469,25 @@ AGENT_MAX_TOKENS = envint("AGENT_MAX_TOKENS", 4096)
 THREAD_LEASE_SECONDS = envint("THREAD_LEASE_SECONDS", 10)
 # A thread that should run but has not been picked up for this long is enqueued again.
 STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
+# How often the clock runs the sweeper while anything is in motion (a run to take, a cancel
+# settling); with nothing in motion it sleeps until the next stored due time (a deadline, a
+# reminder, an input's timeout, a grant's end), at most SWEEP_IDLE_SECONDS, and the channels'
+# rounds (webhooks, email, Slack, Web Push, MCP) wait as long while no event is new
+# (gateway.clock, agents.due). A deadline raised SWEEP_IDLE_SECONDS away or sooner gets a task
+# of its own, due at that moment, as it may fall while the clock sleeps.
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
+SWEEP_IDLE_SECONDS = float(os.environ.get("SWEEP_IDLE_SECONDS", "10"))
 # A process reads the current receipt signing key this often, not at every decision: after
 # manage.py rotate_receipt_key another machine signs with the old key (still published) for at
 # most this long (agents.receipt_keys). 0: read at every signing.
 RECEIPT_KEY_CACHE_SECONDS = envint("RECEIPT_KEY_CACHE_SECONDS", 60)
-# One beat sends the sweeps at a time, whatever the number of machines: it holds a lease of this
-# many seconds, renewed at each tick; a beat that dies or hangs loses it, and a waiting beat takes
-# over within this time (gateway.beat, infra.beat_lease). Keep the machines' clocks synchronised.
+# One clock runs the sweeps at a time, whatever the number of machines: it holds a lease of this
+# many seconds, renewed every third of it; a clock that dies or hangs loses it, and a waiting one
+# takes over within this time (gateway.clock, infra.beat_lease). Keep the machines' clocks
+# synchronised.
 BEAT_LEASE_SECONDS = envint("BEAT_LEASE_SECONDS", 15)
-# /readyz answers 503 when the sweeper has not run for this long (a dead beat or deadlines worker).
+# /readyz answers 503 when the sweeper has not run for this long (no clock, or its worker dead).
+# The clock sleeps at most SWEEP_IDLE_SECONDS: keep this well above that.
 SWEEP_STALE_SECONDS = envint("SWEEP_STALE_SECONDS", 60)
 DEFAULT_BLOCKING_TIMEOUT = envint("DEFAULT_BLOCKING_TIMEOUT", 3600)
 # One tool call may run this long; past it the call is stopped where it waits, the model gets
@@ -576,16 +585,19 @@ WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = envtimeout("WEBHOOKS_DELIVERY_TIMEOUT_SECOND
 # URLs that resolve to private, loopback, link-local or multicast addresses are refused, at
 # subscribe time and again at every delivery, unless this is true (tests; a closed network).
 WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")
-# How often beat fans new events out to deliveries and sends the retries that are due.
+# How often the clock fans new events out to deliveries and sends the retries that are due.
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = float(os.environ.get("WEBHOOKS_SWEEP_INTERVAL_SECONDS", "1"))
-CELERY_BEAT_SCHEDULE = {
-    "webhooks-sweep": {
-        "task": "webhooks.tasks.sweep",
-        "schedule": WEBHOOKS_SWEEP_INTERVAL_SECONDS,
-    },
+# The clock's periodic work (gateway.clock): each task run in the clock's process, by name,
+# every so many seconds while the gateway is busy (with nothing in motion and no new event,
+# every SWEEP_IDLE_SECONDS at most; the sweeper when something falls due: agents.due).
+CLOCK_JOBS = {
+    "sweep": {"task": "agents.tasks.sweep", "every": SWEEP_INTERVAL_SECONDS},
+    "notify": {"task": "notify.tasks.dispatch", "every": NOTIFY_INTERVAL_SECONDS},
+    "mcp": {"task": "mcp_gateway.tasks.sweep", "every": SWEEP_INTERVAL_SECONDS},
+    "webhooks-sweep": {"task": "webhooks.tasks.sweep", "every": WEBHOOKS_SWEEP_INTERVAL_SECONDS},
     # Slack's posts and updates that no nudge sent, and its retries (slack_approvals.tasks);
     # it does nothing while Slack is off.
-    "slack-sweep": {"task": "slack_approvals.tasks.sweep", "schedule": 5.0},
+    "slack-sweep": {"task": "slack_approvals.tasks.sweep", "every": 5.0},
 }
 
 # The port of the demo MCP server `manage.py serve --demo` (make run) starts: 0 keeps
@@ -701,7 +713,7 @@ WEBPUSH_PUSH_SERVICES = [
 ]
 WEBPUSH_TIMEOUT_SECONDS = envtimeout("WEBPUSH_TIMEOUT_SECONDS", 10)
 # The pushes no nudge sent, and the retries that are due (webpush.tasks.sweep).
-CELERY_BEAT_SCHEDULE["webpush-sweep"] = {"task": "webpush.tasks.sweep", "schedule": 5.0}
+CLOCK_JOBS["webpush-sweep"] = {"task": "webpush.tasks.sweep", "every": 5.0}
 
 
 # OpenID Connect sign-in (sso/, docs/sso.md): on when OIDC_ISSUER and OIDC_CLIENT_ID are set.

@@ -1,4 +1,4 @@
-"""The gauges of the processes around the engine: when the sweeper last ran, and which beat
+"""The gauges of the processes around the engine: when the sweeper last ran, and which clock
 holds the beat lease (infra.last_runs, infra.beat_lease). Read at each scrape from where every
 machine writes them, so any daphne process answers with the same figures."""
 
@@ -20,8 +20,8 @@ class OperationsCollector(Collector):
         )
         beat = GaugeMetricFamily(
             "gateway_beat_lease_held",
-            "1 for the beat holding the beat lease (host:pid), the one that sends the sweeps; "
-            "no sample while no beat holds it",
+            "1 for the clock holding the beat lease (host:pid), the one that runs the sweeps; "
+            "no sample while no clock holds it",
             labels=["holder"],
         )
         try:

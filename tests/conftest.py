@@ -198,8 +198,9 @@ class ChildProcess:
 
 
 class WorkerProcess(ChildProcess):
-    """`celery worker -B` on gateway's app, gated (tests.worker_gate): `gate.close()` waits for
-    its running tasks to end and holds every later one, beat's sweeps included, at its start."""
+    """`celery worker` on gateway's app with the clock, gated (tests.worker_gate): `gate.close()`
+    waits for its running tasks to end and holds every later one, the clock's rounds included,
+    at its start."""
 
     def __init__(self, log_dir: Path, smtp: Any = None) -> None:
         from tests.worker_gate import Gate
@@ -230,27 +231,26 @@ class WorkerProcess(ChildProcess):
                 "-A",
                 "tests.worker_gate",
                 "worker",
-                "-B",
                 "-l",
                 "info",
                 "-c",
                 "2",
                 "-Q",
                 f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.CELERY_DEADLINE_QUEUE}",
-                "-s",
-                str(self.log_dir / "beat-schedule"),
                 "--without-gossip",
                 "--without-mingle",
                 "-n",
                 f"test{self.count}@%h",
             ],
             cwd=ROOT,
-            # Runs, deadlines and beat in one worker, so two steps at once in it: prefork.
+            # Runs, deadlines and the clock (gateway.clock) in one worker, so two steps at
+            # once in it: prefork.
             # WORKER_POOL's default, solo, runs one at a time (the fault suite and `make run`
             # run that), and Celery takes the setting over -P.
             env={
                 **worker_env(self.smtp),
                 "WORKER_POOL": "prefork",
+                "GATEWAY_CLOCK": "true",
                 worker_gate.FOLDER: str(self.log_dir),
             },
             stdout=log.open("w"),
@@ -279,9 +279,9 @@ def worker_process(
 
 @pytest.fixture
 def worker(worker_process: WorkerProcess, transactional_db: Any) -> Iterator[WorkerProcess]:
-    """A real Celery worker (with beat) on this run's database and broker.
+    """A real Celery worker (with the clock) on this run's database and broker.
 
-    The worker lives for the session, and beat sends the sweeps on its own clock: the worker's
+    The worker lives for the session, and its clock runs the sweeps on its own time: the worker's
     gate opens for the test and closes at its end, before the test's database is flushed. A
     flush (TRUNCATE) meeting a task's transaction can deadlock, and a task landing after the
     flush would leak into the next test; with the gate closed, the tasks running have ended

@@ -107,7 +107,7 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
             what="make run to print its URL",
         )
         assert proc.poll() is None, log.read_text()
-        # "Serving on" comes once the server answers (and the workers and beat are ready).
+        # "Serving on" comes once the server answers (and the workers are ready).
         assert _answers(port), log.read_text()
         yield proc, port, log
     finally:
@@ -154,8 +154,10 @@ class ReadmeTestCase:
         block = said[said.index("Ready in") : said.index("Serving on")]
         # Two run workers: WORKER_CONCURRENCY's default, one step each (the solo pool); and the
         # demo MCP server.
-        for part in ("web", "worker1, worker2", "deadlines", "beat", "mcp-notes"):
+        for part in ("web", "worker1, worker2", "deadlines", "mcp-notes"):
             assert re.search(rf"^  {part} ", block, re.M), printed
+        # The clock (the sweeper and the channels' rounds) is a thread of the deadlines worker.
+        assert re.search(r"^  deadlines +deadlines; the clock", block, re.M), printed
         assert f"(daphne, {wanted} processes)" in block if wanted > 1 else "(daphne)" in block
 
         def daphnes() -> list[str]:
@@ -219,13 +221,13 @@ class ReadmeTestCase:
         assert "deadlines exited with" in log.read_text()
         assert proc.poll() is None and _answers(port)
 
-    def test_ctrl_c_stops_the_server_the_worker_and_beat(self, make_run) -> None:
+    def test_ctrl_c_stops_the_server_and_the_workers(self, make_run) -> None:
         proc, port, log = make_run
         children = subprocess.run(
             ["pgrep", "-g", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        # make, serve, daphne, two run workers, deadlines, beat, the demo MCP server
-        assert len(children) >= 7
+        # make, serve, daphne, two run workers, deadlines (with the clock), the demo MCP server
+        assert len(children) >= 6
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
         wait_for(

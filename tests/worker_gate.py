@@ -3,9 +3,9 @@ shared lock while a task runs, and `Gate`, on the test side, takes that lock exc
 the end of a test that used the worker to the start of the next one.
 
 A test's flush (a TRUNCATE on PostgreSQL) meeting a task's transaction can deadlock, and a task
-landing after the flush leaks into the next test's rows. Beat sends the sweeps on its own clock,
+landing after the flush leaks into the next test's rows. The clock sends the sweeps on its own time,
 so a test cannot wait them out; closing the gate instead waits for the tasks running to end and
-holds every task that starts later (beat's sweeps, a run's next step) at its start, until the
+holds every task that starts later (the clock's sweeps, a run's next step) at its start, until the
 gate opens again. The product's code knows nothing of this: the worker runs gateway's app, with
 these two signal handlers added.
 

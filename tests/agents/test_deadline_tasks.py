@@ -20,12 +20,13 @@ class DeadlineTaskTestCase:
 
     def test_due_soon_lists_only_pending_deadlines_before_the_next_sweep(self) -> None:
         # Deadlines some seconds away, so a slow machine does not pass them while it builds
-        # the rows; the window ("before the next sweep") is scaled to match.
-        _, [soon] = state.suspended(self.operator, expires_in=10)
+        # the rows; the window ("before the next sweep") is scaled to match. Each further
+        # away than SWEEP_IDLE_SECONDS (10) when raised: nearer ones had a task from the start.
+        _, [soon] = state.suspended(self.operator, expires_in=20)
         _, [later] = state.suspended(self.operator, expires_in=60)
-        _, [decided] = state.suspended(self.operator, expires_in=10)
+        _, [decided] = state.suspended(self.operator, expires_in=20)
         decisions.decide(decided, self.alice, {"approved": True})
-        _, [overdue] = state.suspended(self.operator, expires_in=10)
+        _, [overdue] = state.suspended(self.operator, expires_in=20)
         Suspension.objects.filter(pk=overdue.pk).update(
             expires_at=timezone.now() - timedelta(seconds=1)
         )
@@ -35,10 +36,30 @@ class DeadlineTaskTestCase:
         assert due == [(soon.pk, Suspension.objects.get(pk=soon.pk).expires_at)]
         assert later.pk not in {pk for pk, _ in due}
 
+    def test_a_deadline_raised_within_the_clocks_longest_sleep_is_not_listed_again(
+        self,
+    ) -> None:
+        # Raised 5 s away (SWEEP_IDLE_SECONDS is 10): the engine gave it a task of its own
+        # (agents.dispatch.at_deadline), as the clock may be asleep past it.
+        _, [near] = state.suspended(self.operator, expires_in=5)
+        _, [extended] = state.suspended(self.operator, expires_in=5)
+        Suspension.objects.filter(pk=extended.pk).update(
+            expires_at=timezone.now() + timedelta(seconds=20)  # moved past the raise's task
+        )
+
+        due = deadlines.due_soon(within=timedelta(seconds=30))
+
+        assert [pk for pk, _ in due] == [extended.pk]
+        assert near.pk not in {pk for pk, _ in due}
+
     def test_the_sweep_gives_each_deadline_before_the_next_sweep_a_task_due_then(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         _, [soon] = state.suspended(self.operator, expires_in=0.5)
+        # Raised a minute ago with a minute to go: the sweep, not the raise, gives it its task.
+        Suspension.objects.filter(pk=soon.pk).update(
+            timeout=60, created_at=timezone.now() - timedelta(seconds=59.5)
+        )
         state.suspended(self.operator, expires_in=30)
         sent: list[tuple[tuple, dict]] = []
         monkeypatch.setattr(

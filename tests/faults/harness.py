@@ -2,7 +2,7 @@
 
 Each piece is a separate OS process the suite may kill, stop or restart: PostgreSQL (its own
 cluster on a free port, made by initdb), redis-server (a free port, persistence off or on),
-daphne, the run worker, the deadline worker and beat. The processes get the gateway's
+daphne, the run worker, and the deadline worker with the clock. The processes get the gateway's
 settings through the environment, as in production.
 """
 
@@ -302,7 +302,7 @@ class Process:
 
 
 class Gateway:
-    """PostgreSQL, Redis, daphne, two workers and beat, with the suite's short timings."""
+    """PostgreSQL, Redis, daphne, two workers (one has the clock), with the suite's timings."""
 
     def __init__(self) -> None:
         self.base = Path(tempfile.mkdtemp(prefix="gw-faults-"))
@@ -372,18 +372,12 @@ class Gateway:
         self.deadlines = Process(
             "deadlines",
             [*worker, "-c", "1", "-Q", f"{self.queue}-deadlines", "-n", f"deadlines-{run}@%h"],
-            self.env,
+            # The deadlines worker hosts the clock (gateway.clock), as under `manage.py serve`.
+            {**self.env, "GATEWAY_CLOCK": "true"},
             self.logs,
             "ready.",
         )
-        self.beat = Process(
-            "beat",
-            [*celery, "beat", "-l", "info", "-s", str(self.base / "beat-schedule")],
-            self.env,
-            self.logs,
-            "beat: Starting",
-        )
-        self.processes = [self.web, self.worker, self.deadlines, self.beat]
+        self.processes = [self.web, self.worker, self.deadlines]
         self.token = ""
         # Runs are started by another user than the reviewer who decides them (four-eyes is
         # the default for blocking tools): an agent's service account.

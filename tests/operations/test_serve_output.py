@@ -22,7 +22,6 @@ from tests.operations.test_two_machines import _free_port
 
 # What the processes said before serve printed its block, each of them once per process.
 NOISE = (
-    "celery beat v",  # beat's banner
     "[config]",  # a worker's banner
     "concurrency:",
     "kombu.connection",
@@ -73,11 +72,11 @@ class ServeOutputTestCase:
             serve.wait_for("Serving on")
             said = serve.text()
             block = said[said.index("Ready in") : said.index("Serving on")]
-            # Nothing but serve's own lines from "Starting" to "Ready" (and beat's, about its
-            # lease: the gateway's own INFO line).
+            # Nothing but serve's own lines from "Starting" to "Ready" (and the clock's, about
+            # its lease: the gateway's own INFO line).
             before = said[said.index("Starting ") : said.index("Ready in")].splitlines()[1:]
             own = ("Still starting after", "Running as root")
-            assert [x for x in before if not x.startswith(own) and "gateway.beat" not in x] == []
+            assert [x for x in before if not x.startswith(own) and "gateway.clock" not in x] == []
             for noise in NOISE:
                 assert noise not in said, (noise, said)
             url = f"http://127.0.0.1:{port}/"

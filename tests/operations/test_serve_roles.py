@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,38 @@ def env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+@pytest.fixture
+def migrated(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """`env` with a database of its own, migrated: the clock reads the engine's rows."""
+    database = None
+    if env.get("DATABASE_URL", "").startswith("postgres"):
+        import psycopg
+
+        base = env["DATABASE_URL"].rsplit("/", 1)[0]
+        database = f"gw_roles_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {database}")
+        env = {**env, "DATABASE_URL": f"{base}/{database}"}
+    manage = [sys.executable, "manage.py", "migrate", "-v0"]
+    subprocess.run(manage, cwd=ROOT, env=env, check=True)
+    try:
+        yield env
+    finally:
+        if database:
+            with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
 class ServeRolesTestCase:
-    def test_a_second_beat_waits_and_takes_over_when_the_first_stops(self, env, tmp_path):
+    def test_a_second_beat_waits_and_takes_over_when_the_first_stops(self, migrated, tmp_path):
+        env = migrated
         first = Serve(tmp_path / "first.log", env, "--role", "beat")
         second = None
         try:
             first.wait_for("Running beat")
+            # A deadlines worker with the clock in it: serve's block says so.
             assert "Starting beat..." in first.text()
+            assert "beat  the clock: the sweeper" in first.text()
             first.wait_for("beat lease taken by")
             second = Serve(tmp_path / "second.log", env, "--role", "beat")
             second.wait_for("it waits")

@@ -1,8 +1,8 @@
 """Two "machines" on this host: two `manage.py serve --role all` process sets, each with its own
-data folder, sharing PostgreSQL and Redis. Runs start through both; one machine's beat stops
-mid-way (SIGSTOP: a dead or hung beat) and the other's takes the beat lease over: every deadline
-is applied once, no run is lost, and the lease's holder is logged and shown in /readyz and the
-metrics, never two beats holding it at once.
+data folder, sharing PostgreSQL and Redis. Runs start through both; one machine's clock (in its
+deadlines worker) stops mid-way (SIGSTOP: a dead or hung process) and the other's takes the beat
+lease over: every deadline is applied once, no run is lost, and the lease's holder is logged and
+shown in /readyz and the metrics, never two clocks holding it at once.
 
 Needs DATABASE_URL (PostgreSQL) and REDIS_URL: in CI a missing one is a failure, elsewhere the
 test is skipped."""
@@ -85,15 +85,16 @@ class Machine:
         return self.log.read_text(errors="replace")
 
     def beat_pid(self) -> int:
-        """The beat process serve started (a child of serve)."""
+        """The process serve started for the beat role (a child of serve): with every role,
+        the deadlines worker, whose clock holds or waits for the beat lease."""
         children = subprocess.run(
             ["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True
         ).stdout.split()
         for pid in children:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"beat" in cmdline:
+            if b"deadlines@%h" in cmdline:
                 return int(pid)
-        raise AssertionError(f"no beat under machine {self.name}'s serve")
+        raise AssertionError(f"no deadlines worker under machine {self.name}'s serve")
 
     def get(self, path: str, token: str = "") -> tuple[int, Any]:
         request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}")

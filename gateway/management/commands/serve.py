@@ -1,6 +1,7 @@
-"""`python manage.py serve`: daphne, the Celery workers (runs, and deadlines) and beat, all of them
-(`--role all`, the default) or the roles a machine runs (`--role web --role worker`); with
-`--demo` (`make run`), the demo too: its agents, accounts and MCP server. Ctrl-C stops them all.
+"""`python manage.py serve`: daphne, the Celery workers (runs, and deadlines, whose worker hosts
+the clock), all of them (`--role all`, the default) or the roles a machine runs (`--role web
+--role worker`); with `--demo` (`make run`), the demo too: its agents, accounts and MCP
+server. Ctrl-C stops them all.
 
 Once all are ready it says so in one block: what runs and where, the demo's logins, then
 "Serving on URL" (or "Running"); from there on, only warnings and errors. With LOG_LEVEL at
@@ -20,7 +21,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-# A worker or beat that exits by itself more than this often within the window stops serve.
+# A worker that exits by itself more than this often within the window stops serve.
 MAX_RESTARTS = 5
 RESTART_WINDOW = 60.0
 # While something is not ready after this many seconds, serve says what it still waits for.
@@ -32,8 +33,8 @@ NOTES = "mcp-notes"
 
 class Command(BaseCommand):
     help = (
-        "Run the web server, the run workers, the deadlines worker and the sweeper's beat (or "
-        "the roles given) until interrupted."
+        "Run the web server, the run workers and the deadlines worker with the clock (or the "
+        "roles given) until interrupted."
     )
 
     def add_arguments(self, parser: Any) -> None:
@@ -56,8 +57,9 @@ class Command(BaseCommand):
             "--role",
             action="append",
             choices=[*ROLES, "all"],
-            help="what this machine runs; repeat for several (default: all). Beat takes a "
-            "lease, so one beat sweeps at a time whatever the number of machines",
+            help="what this machine runs; repeat for several (default: all). beat: the clock "
+            "(the sweeper and the channels' rounds); it takes a lease, so one clock runs them "
+            "at a time whatever the number of machines",
         )
         parser.add_argument(
             "--proxy-headers",
@@ -91,7 +93,6 @@ class Command(BaseCommand):
 
             demo = serving.prepare()
         py = sys.executable
-        schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         web = options["web_processes"]
         if web < 1:
             raise CommandError("--web-processes must be at least 1.")
@@ -131,7 +132,7 @@ class Command(BaseCommand):
             )
             commands = {f"web{i + 1}" if web > 1 else "web": daphne for i in range(web)}
         # Celery through gateway.celery_ready, which creates a file once the worker consumes
-        # or beat runs: "ready" below means that, not merely "started".
+        # from its queues: "ready" below means that, not merely "started".
         # Without their banners (`-q`) unless asked for more.
         celery = [py, "-m", "gateway.celery_ready", "-A", "gateway", *(() if chatty else ("-q",))]
         celery_level = ("-l", level.lower() if level else "warning")
@@ -160,23 +161,21 @@ class Command(BaseCommand):
             workers = {"worker": [*run_worker, "-c", str(steps)]}
         if "worker" in roles:
             commands.update(workers)
+        # The clock (gateway.clock: the sweeper and the channels' rounds, run when they fall
+        # due, while it holds the beat lease) is a thread of the deadlines worker: one process
+        # fewer than Celery beat beside it, and no broker message for a round (bench/
+        # footprint.py). A machine given the beat role alone runs a deadlines worker for it.
+        clock_host = None
+        deadlines = [*celery, "worker", *celery_level, "-c", "1", *quiet]
+        deadlines += ["-Q", settings.CELERY_DEADLINE_QUEUE]
         if "deadlines" in roles:
-            # Deadlines and the sweeper on a worker of their own: never behind the runs. Beat
-            # stays a process of its own: in a thread of this worker (one Django fewer, 118 MB
-            # of PSS) it applied deadlines later under load (bench/timeouts.py --rate 40: p95
-            # 60-160 ms against 30-40; bench/HISTORY.md, session 23).
-            commands["deadlines"] = [
-                *celery,
-                *("worker", *celery_level, "-c", "1", *quiet),
-                *("-Q", settings.CELERY_DEADLINE_QUEUE, "-n", "deadlines@%h"),
-            ]
-        if "beat" in roles:
-            # gateway.beat's scheduler sends nothing until it holds the beat lease (and logs
-            # when it takes, loses or waits for it).
-            commands["beat"] = [
-                *celery,
-                *("beat", *celery_level, "-s", schedule, "-S", "gateway.beat:LeasedScheduler"),
-            ]
+            # Deadlines and the sweeper on a worker of their own: never behind the runs.
+            commands["deadlines"] = [*deadlines, "-n", "deadlines@%h"]
+            if "beat" in roles:
+                clock_host = "deadlines"
+        elif "beat" in roles:
+            commands["beat"] = [*deadlines, "-n", "beat@%h"]
+            clock_host = "beat"
         # Where people open the site, unless the deployment says: the events socket accepts
         # session pages from there only (WEBSOCKET_ALLOWED_ORIGINS defaults to it).
         host = f"[{options['host']}]" if ":" in options["host"] else options["host"]
@@ -210,10 +209,12 @@ class Command(BaseCommand):
                 }
             else:
                 # Ready once gateway.celery_ready creates its file. CELERY_SKIP_CHECKS: serve
-                # ran Django's system checks already; in a worker or beat they would import
+                # ran Django's system checks already; in a worker they would import
                 # every URLconf's views (the A2A SDK, Slack's Bolt, WebAuthn, Prometheus...),
                 # which no task needs (bench/footprint.py).
                 env = {"GATEWAY_READY_FILE": str(ready_dir / name), "CELERY_SKIP_CHECKS": "true"}
+                if name == clock_host:
+                    env["GATEWAY_CLOCK"] = "true"  # gateway.celery starts the clock
                 processes[name] = {
                     "argv": argv,
                     "env": env,
@@ -226,9 +227,9 @@ class Command(BaseCommand):
             "close_at_end": [demo.notes.fileno()] if keep_notes else [],
             "remove_at_end": str(ready_dir),
             "chatty": chatty,
-            "summary": self._summary(list(commands), url, web, demo, chatty),
+            "summary": self._summary(list(commands), url, web, demo, chatty, "beat" in roles),
             "serving": (
-                f"Serving on {url}  (Ctrl-C stops the server, the workers and beat)"
+                f"Serving on {url}  (Ctrl-C stops the server and the workers)"
                 if "web" in roles
                 else f"Running {', '.join(commands)}  (Ctrl-C stops them)"
             ),
@@ -245,7 +246,9 @@ class Command(BaseCommand):
         os.execv(py, [py, "-m", "infra.supervisor", str(spec_file)])
 
     @staticmethod
-    def _summary(names: list[str], url: str, web: int, demo: Any, chatty: bool) -> list[str]:
+    def _summary(
+        names: list[str], url: str, web: int, demo: Any, chatty: bool, beat: bool
+    ) -> list[str]:
         """The block said once all are ready: what runs and where, the demo's logins, and
         what needs a person's attention ("{took}": the seconds it took, said by
         infra.supervisor)."""
@@ -255,10 +258,11 @@ class Command(BaseCommand):
             rows.append(("web", f"{url}  (daphne{f', {web} processes' if web > 1 else ''})"))
         if workers:
             rows.append((", ".join(workers), "run the agents, one step of a run at a time each"))
+        clock = "the clock: the sweeper and the channels' rounds, when due (beat lease)"
         if "deadlines" in names:
-            rows.append(("deadlines", "deadlines, reminders and the sweeper"))
+            rows.append(("deadlines", f"deadlines; {clock}" if beat else "deadlines"))
         if "beat" in names:
-            rows.append(("beat", "the periodic tasks"))
+            rows.append(("beat", clock))
         if demo is not None and demo.notes_refused:
             rows.append((NOTES, f"not started: {demo.notes_refused}"))
         elif demo is not None:

@@ -1,0 +1,167 @@
+"""The clock: the gateway's periodic work (the sweeper: deadlines, reminders, input timeouts,
+stalled runs, grants' ends; the channels' rounds: email, webhooks, Slack, Web Push, MCP), run
+in a thread of the deadlines worker (`manage.py serve` gives it `GATEWAY_CLOCK=true` with the
+beat role; gateway.celery starts it once the worker is ready).
+
+Each job is its Celery task run in this process (`Task.apply`: the same signals as a task
+the worker takes, no broker hop), when it falls due. The sweeper falls due when agents.due
+says: every SWEEP_INTERVAL_SECONDS while anything is in motion, else at the next stored due
+time, at most SWEEP_IDLE_SECONDS away. The channels' rounds run at their intervals while the
+gateway is busy (something in motion, or an event newer than at the last round), else every
+SWEEP_IDLE_SECONDS: their nudges send what is new, and the rounds only catch up. Between
+jobs the thread sleeps, so an idle gateway does not wake several times a second (bench/
+footprint.py). It replaced Celery beat and its process: beat sent four tasks a second, each a
+broker message, whatever there was to do.
+
+One clock runs the jobs at a time, on any number of machines: it holds the beat lease
+(infra.beat_lease), renewed every third of BEAT_LEASE_SECONDS; a clock that dies or hangs
+loses it, and a waiting one takes over. The jobs stay idempotent all the same (conditional
+updates, agents.deadlines): a clock paused in the middle of a round longer than the lease
+may finish that round after another took over, before it finds the lease gone."""
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connections
+from redis.exceptions import RedisError
+
+from agents import due
+from infra import beat_lease
+
+log = logging.getLogger(__name__)
+# Taking, losing or waiting for the lease is said at INFO whatever the worker's level (serve
+# asks for warnings): an operator looks for the holder in the log.
+log.setLevel(logging.INFO)
+
+SWEEP = "sweep"
+
+
+@dataclass
+class Job:
+    name: str
+    task: str
+    every: float
+    due: float = 0.0  # time.monotonic() at which it runs next; 0: at once
+
+
+def _holder() -> str | None:
+    try:
+        return beat_lease.holder()
+    except RedisError:
+        return "unknown, Redis does not answer"
+
+
+class Clock:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.jobs = [
+            Job(name, job["task"], float(job["every"])) for name, job in settings.CLOCK_JOBS.items()
+        ]
+        self.idle = max(float(settings.SWEEP_IDLE_SECONDS), float(settings.SWEEP_INTERVAL_SECONDS))
+        self.lease = beat_lease.lease()
+        self.name = beat_lease.own_name()
+        self.holding: bool | None = None
+        # Renewed three times per lease: a slow round or two does not lose it.
+        self.renew_every = settings.BEAT_LEASE_SECONDS / 3
+        self.renew_at = 0.0
+        self.newest_event = -1
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="clock", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the job that runs, and give the lease back."""
+        self.stopping.set()
+        self.thread.join(timeout)
+
+    # The loop ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self.stopping.is_set():
+                self._renew_if_due()
+                if self.holding:
+                    self._round(time.monotonic())
+                    wake = min(self.renew_at, *(job.due for job in self.jobs))
+                else:
+                    wake = self.renew_at
+                self.stopping.wait(max(wake - time.monotonic(), 0.0))
+        finally:
+            self._release()
+            connections.close_all()  # this thread's own
+
+    def _renew_if_due(self) -> None:
+        """Take or renew the lease when a third of it has passed; also between two jobs of a
+        round, so a long sweep (a backlog of deadlines) does not outlast it."""
+        now = time.monotonic()
+        if now >= self.renew_at:
+            self._take()
+            self.renew_at = now + self.renew_every
+
+    def _take(self) -> None:
+        held = self.lease.take()
+        if held != self.holding:
+            if held:
+                log.info("beat lease taken by %s: this clock runs the periodic work", self.name)
+            else:
+                log.info("beat lease not held by %s (holder: %s): it waits", self.name, _holder())
+            self.holding = held
+
+    def _release(self) -> None:
+        if self.holding:
+            # Released, not left to run out: a waiting clock takes over at its next renewal.
+            self.lease.release()
+            log.info("beat lease released by %s", self.name)
+        self.holding = False
+
+    def _round(self, now: float) -> None:
+        due_jobs = [job for job in self.jobs if job.due <= now]
+        if not due_jobs:
+            return
+        try:
+            moving = due.in_motion()
+            newest = due.last_event_id()
+        except Exception:
+            log.exception("the clock could not read the gateway's state; it runs every job")
+            moving, newest = True, self.newest_event
+        busy = moving or newest != self.newest_event
+        self.newest_event = newest
+        if busy:
+            # Woken from idle: every round at its own interval again, from its last run.
+            for job in self.jobs:
+                job.due = min(job.due, now + job.every)
+        for job in due_jobs:
+            self._renew_if_due()
+            if self.stopping.is_set() or not self.holding:
+                return
+            self._apply(job)
+            job.due = now + (job.every if busy else max(job.every, self.idle))
+            if job.name == SWEEP:
+                try:
+                    seconds, _ = due.plan()
+                except Exception:
+                    log.exception("the clock could not read when the sweeper is next due")
+                    seconds = job.every
+                job.due = time.monotonic() + seconds
+        self._give_back()
+
+    def _apply(self, job: Job) -> None:
+        try:
+            self.app.tasks[job.task].apply()
+        except Exception:
+            # Task.apply keeps a task's own error in its result (Celery logs it); this is the
+            # clock failing to run it at all.
+            log.exception("the clock could not run %s", job.task)
+
+    @staticmethod
+    def _give_back() -> None:
+        # As after a task (gateway.celery.give_back): a broken connection is dropped, the rest
+        # kept for the next round.
+        for conn in connections.all(initialized_only=True):
+            conn.close_if_unusable_or_obsolete()

@@ -1,0 +1,94 @@
+"""The clock (gateway.clock), run in this process on the test database: it sleeps while
+nothing is due, wakes at a stored deadline, runs the sweeper often while a run is in motion,
+and holds the beat lease while it runs. The jobs are the real tasks, run by `Task.apply`."""
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from celery.signals import task_prerun
+from django.utils import timezone
+
+from agents.models import Suspension, Thread
+from gateway.celery import app
+from gateway.clock import Clock
+from infra import beat_lease
+from tests.approvals import state
+from tests.conftest import wait_for
+
+
+@pytest.fixture
+def runs() -> Iterator[Counter]:
+    """How many times each task ran in this process (the clock's jobs)."""
+    seen: Counter = Counter()
+    lock = threading.Lock()
+
+    def count(sender: Any = None, **kwargs: Any) -> None:
+        with lock:
+            seen[sender.name] += 1
+
+    task_prerun.connect(count, weak=False)
+    yield seen
+    task_prerun.disconnect(count)
+
+
+@pytest.fixture
+def clock(settings: Any, transactional_db: Any) -> Iterator[Any]:
+    started: list[Clock] = []
+
+    def start(idle: float, interval: float = 0.2) -> Clock:
+        settings.SWEEP_IDLE_SECONDS = idle
+        settings.SWEEP_INTERVAL_SECONDS = interval
+        settings.CLOCK_JOBS = {"sweep": {"task": "agents.tasks.sweep", "every": interval}}
+        c = Clock(app)
+        c.start()
+        started.append(c)
+        return c
+
+    yield start
+    for c in started:
+        c.stop()
+
+
+class ClockTestCase:
+    def test_with_nothing_due_it_sleeps_between_sweeps(self, clock: Any, runs: Counter) -> None:
+        c = clock(idle=30)
+        wait_for(lambda: runs["agents.tasks.sweep"] >= 1, timeout=10, what="the first sweep")
+        assert c.holding
+        # Given 0.2 s while a run is in motion, it would have swept some ten times by now.
+        threading.Event().wait(2)
+        assert runs["agents.tasks.sweep"] == 1
+
+    def test_it_sweeps_every_interval_while_a_run_is_in_motion(
+        self, clock: Any, runs: Counter, users: dict[str, Any]
+    ) -> None:
+        state.thread(users["operator"], status=Thread.Status.RUNNING)
+        clock(idle=30)
+        wait_for(lambda: runs["agents.tasks.sweep"] >= 5, timeout=10, what="five sweeps")
+
+    def test_it_wakes_at_a_stored_deadline(
+        self, clock: Any, runs: Counter, users: dict[str, Any]
+    ) -> None:
+        _, [s] = state.suspended(users["operator"], expires_in=600)
+        Suspension.objects.filter(pk=s.pk).update(
+            expires_at=timezone.now() + timedelta(seconds=1.5)
+        )
+        clock(idle=60)
+        threading.Event().wait(1)
+        assert runs["agents.tasks.sweep"] == 1  # at its start; asleep until the deadline
+        wait_for(
+            lambda: Suspension.objects.get(pk=s.pk).status == Suspension.Status.TIMED_OUT,
+            timeout=20,  # a third of the clock's longest sleep
+            what="the deadline to be applied",
+        )
+
+    def test_it_gives_the_lease_back_when_it_stops(self, clock: Any, runs: Counter) -> None:
+        c = clock(idle=30)
+        wait_for(lambda: c.holding, timeout=10, what="the clock to take the lease")
+        assert beat_lease.holder() == c.name
+        c.stop()
+        assert not c.thread.is_alive()
+        assert beat_lease.holder() is None
