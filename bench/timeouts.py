@@ -51,6 +51,7 @@ def main() -> None:
     args = parser.parse_args()
     with Gateway(AGENT.format(timeout=args.timeout), ["--concurrency", str(args.workers)]) as gw:
         print(f"setup: {gw.setup}")
+        cpu_before = gw.cpu_seconds()
         started = 0
         t0 = time.monotonic()
         while time.monotonic() - t0 < args.seconds:
@@ -76,6 +77,11 @@ def main() -> None:
         print(f"runs started: {started}; suspensions: {len(expires)}; timed out: {len(late)}")
         print(summary("late", late), "  (SUSPENSION_TIMEOUT created − expires_at)")
         print(f"applied more than 1 s late: {sum(1 for v in late if v > 1.0)}")
+        used = {k: v - cpu_before.get(k, 0.0) for k, v in gw.cpu_seconds().items()}
+        print(
+            f"CPU per run, ms (the load and the deadlines, {len(late)} runs): "
+            + ", ".join(f"{k} {1000 * v / max(started, 1):.1f}" for k, v in sorted(used.items()))
+        )
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@ stalled runs, grants' ends; the channels' rounds: email, webhooks, Slack, Web Pu
 in a thread of the deadlines worker (`manage.py serve` gives it `GATEWAY_CLOCK=true` with the
 beat role; gateway.celery starts it once the worker is ready).
 
-Each job is its Celery task run in this process (`Task.apply`: the same signals as a task
-the worker takes, no broker hop), when it falls due. The sweeper falls due when agents.due
+Each job is its Celery task, run when it falls due: in this process (`Task.apply`: the same
+signals as a task the worker takes, no broker hop) when its task belongs on the deadlines
+queue (the sweeper, the MCP calls' sweep), else sent to its queue as beat did, so the
+channels' rounds (email, webhooks, Slack, Web Push) keep to the run workers and never hold a
+deadline's own task back behind them in this process. The sweeper falls due when agents.due
 says: every SWEEP_INTERVAL_SECONDS while anything is in motion, else at the next stored due
 time, at most SWEEP_IDLE_SECONDS away. The channels' rounds run at their intervals while the
 gateway is busy (something in motion, or an event newer than at the last round), else every
@@ -45,6 +48,7 @@ class Job:
     name: str
     task: str
     every: float
+    here: bool  # run in this process, else sent to its queue
     due: float = 0.0  # time.monotonic() at which it runs next; 0: at once
 
 
@@ -58,8 +62,15 @@ def _holder() -> str | None:
 class Clock:
     def __init__(self, app: Any) -> None:
         self.app = app
+        routes = settings.CELERY_TASK_ROUTES
         self.jobs = [
-            Job(name, job["task"], float(job["every"])) for name, job in settings.CLOCK_JOBS.items()
+            Job(
+                name,
+                job["task"],
+                float(job["every"]),
+                here=routes.get(job["task"], {}).get("queue") == settings.CELERY_DEADLINE_QUEUE,
+            )
+            for name, job in settings.CLOCK_JOBS.items()
         ]
         self.idle = max(float(settings.SWEEP_IDLE_SECONDS), float(settings.SWEEP_INTERVAL_SECONDS))
         self.lease = beat_lease.lease()
@@ -153,10 +164,13 @@ class Clock:
 
     def _apply(self, job: Job) -> None:
         try:
-            self.app.tasks[job.task].apply()
+            if job.here:
+                self.app.tasks[job.task].apply()
+            else:
+                self.app.tasks[job.task].apply_async(declare=[])
         except Exception:
             # Task.apply keeps a task's own error in its result (Celery logs it); this is the
-            # clock failing to run it at all.
+            # clock failing to run or send it at all (the next round tries again).
             log.exception("the clock could not run %s", job.task)
 
     @staticmethod
