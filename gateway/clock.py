@@ -96,12 +96,17 @@ class Clock:
     def _run(self) -> None:
         try:
             while not self.stopping.is_set():
-                self._renew_if_due()
-                if self.holding:
-                    self._round(time.monotonic())
-                    wake = min(self.renew_at, *(job.due for job in self.jobs))
-                else:
+                try:
+                    self._renew_if_due()
                     wake = self.renew_at
+                    if self.holding:
+                        self._round(time.monotonic())
+                        wake = min(wake, *(job.due for job in self.jobs))
+                except Exception:
+                    # Whatever it was (Redis or the database away), the clock goes on: a
+                    # thread that ended here would leave the deadlines to nobody.
+                    log.exception("the clock's round failed; it tries again in a second")
+                    wake = time.monotonic() + 1.0
                 self.stopping.wait(max(wake - time.monotonic(), 0.0))
         finally:
             self._release()
