@@ -10,8 +10,10 @@ channels' rounds (email, webhooks, Slack, Web Push) keep to the run workers and 
 deadline's own task back behind them in this process. The sweeper falls due when agents.due
 says: every SWEEP_INTERVAL_SECONDS while anything is in motion, else at the next stored due
 time, at most SWEEP_IDLE_SECONDS away. The channels' rounds run at their intervals while the
-gateway is busy (something in motion, or an event newer than at the last round), else every
-SWEEP_IDLE_SECONDS: their nudges send what is new, and the rounds only catch up. Between
+gateway is busy (something in motion, or an event newer than at the last round), else
+IDLE_ROUNDS idle sleeps apart (a minute): their nudges send what is new and each retry is a
+task of its own, so a round only catches up on what a nudge or a task missed. With nothing in
+motion and nothing due, the sweeper's run is only agents.due's look at when it next is. Between
 jobs the thread sleeps, so an idle gateway does not wake several times a second (bench/
 footprint.py). It replaced Celery beat and its process: beat sent four tasks a second, each a
 broker message, whatever there was to do.
@@ -33,7 +35,7 @@ from django.db import connections
 from redis.exceptions import RedisError
 
 from agents import due
-from infra import beat_lease
+from infra import beat_lease, last_runs
 
 log = logging.getLogger(__name__)
 # Taking, losing or waiting for the lease is said at INFO whatever the worker's level (serve
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 log.setLevel(logging.INFO)
 
 SWEEP = "sweep"
+# Idle, the channels' rounds come this many idle sleeps apart (a minute by default).
+IDLE_ROUNDS = 6
 
 
 @dataclass
@@ -156,16 +160,34 @@ class Clock:
             self._renew_if_due()
             if self.stopping.is_set() or not self.holding:
                 return
-            self._apply(job)
-            job.due = now + (job.every if busy else max(job.every, self.idle))
             if job.name == SWEEP:
-                try:
-                    seconds, _ = due.plan()
-                except Exception:
-                    log.exception("the clock could not read when the sweeper is next due")
-                    seconds = job.every
-                job.due = time.monotonic() + seconds
+                self._sweep(job, moving)
+                continue
+            self._apply(job)
+            # Idle, a round only catches up on what a nudge missed: its retries are tasks of
+            # their own (agents.delivery.outbox, send_retries).
+            job.due = now + (job.every if busy else max(job.every, self.idle * IDLE_ROUNDS))
         self._give_back()
+
+    def _sweep(self, job: Job, moving: bool) -> None:
+        """The sweeper, when something is in motion or due; with nothing either, only the
+        look at when it next is (agents.due: a few indexed reads, not the sweep's)."""
+        try:
+            seconds = 0.0 if moving else due.plan()[0]
+        except Exception:
+            log.exception("the clock could not read when the sweeper is next due")
+            seconds = 0.0
+        if seconds <= 0.0:
+            self._apply(job)
+            try:
+                seconds = due.plan()[0]
+            except Exception:
+                log.exception("the clock could not read when the sweeper is next due")
+                seconds = job.every
+        else:
+            # Nothing to sweep: it counts as a run of the sweeper for /readyz and the metrics.
+            last_runs.mark(SWEEP)
+        job.due = time.monotonic() + seconds
 
     def _apply(self, job: Job) -> None:
         try:

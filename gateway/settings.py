@@ -472,8 +472,8 @@ STALLED_AFTER_SECONDS = envint("STALLED_AFTER_SECONDS", 5)
 # How often the clock runs the sweeper while anything is in motion (a run to take, a cancel
 # settling); with nothing in motion it sleeps until the next stored due time (a deadline, a
 # reminder, an input's timeout, a grant's end), at most SWEEP_IDLE_SECONDS, and the channels'
-# rounds (webhooks, email, Slack, Web Push, MCP) wait as long while no event is new
-# (gateway.clock, agents.due). A deadline raised SWEEP_IDLE_SECONDS away or sooner gets a task
+# rounds (webhooks, email, Slack, Web Push, MCP) come six times as far apart while no event is
+# new (gateway.clock, agents.due). A deadline raised SWEEP_IDLE_SECONDS away or sooner gets a task
 # of its own, due at that moment, as it may fall while the clock sleeps.
 SWEEP_INTERVAL_SECONDS = float(os.environ.get("SWEEP_INTERVAL_SECONDS", "1"))
 SWEEP_IDLE_SECONDS = float(os.environ.get("SWEEP_IDLE_SECONDS", "10"))
@@ -587,9 +587,9 @@ WEBHOOKS_DELIVERY_TIMEOUT_SECONDS = envtimeout("WEBHOOKS_DELIVERY_TIMEOUT_SECOND
 WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")
 # How often the clock fans new events out to deliveries and sends the retries that are due.
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = float(os.environ.get("WEBHOOKS_SWEEP_INTERVAL_SECONDS", "1"))
-# The clock's periodic work (gateway.clock): each task run in the clock's process, by name,
-# every so many seconds while the gateway is busy (with nothing in motion and no new event,
-# every SWEEP_IDLE_SECONDS at most; the sweeper when something falls due: agents.due).
+# The clock's periodic work (gateway.clock): each task, by name, every so many seconds while
+# the gateway is busy (with nothing in motion and no new event, every 6 × SWEEP_IDLE_SECONDS;
+# the sweeper when something falls due: agents.due).
 CLOCK_JOBS = {
     "sweep": {"task": "agents.tasks.sweep", "every": SWEEP_INTERVAL_SECONDS},
     "notify": {"task": "notify.tasks.dispatch", "every": NOTIFY_INTERVAL_SECONDS},

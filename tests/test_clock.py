@@ -1,4 +1,4 @@
-"""The clock (gateway.clock), run in this process on the test database: it sleeps while
+"""The clock (gateway.clock), run in this process on the test database: it only looks while
 nothing is due, wakes at a stored deadline, runs the sweeper often while a run is in motion,
 and holds the beat lease while it runs. The jobs are the real tasks, run by `Task.apply`."""
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 from agents.models import Suspension, Thread
 from gateway.celery import app
 from gateway.clock import Clock
-from infra import beat_lease
+from infra import beat_lease, last_runs
 from tests.approvals import state
 from tests.conftest import wait_for
 
@@ -54,13 +54,17 @@ def clock(settings: Any, transactional_db: Any) -> Iterator[Any]:
 
 
 class ClockTestCase:
-    def test_with_nothing_due_it_sleeps_between_sweeps(self, clock: Any, runs: Counter) -> None:
+    def test_with_nothing_due_it_only_looks_when_it_next_is(
+        self, clock: Any, runs: Counter
+    ) -> None:
+        before = last_runs.last_run("sweep")
         c = clock(idle=30)
-        wait_for(lambda: runs["agents.tasks.sweep"] >= 1, timeout=10, what="the first sweep")
+        # It looked: /readyz sees the sweeper as alive.
+        wait_for(lambda: last_runs.last_run("sweep") != before, timeout=10, what="the first look")
         assert c.holding
         # Given 0.2 s while a run is in motion, it would have swept some ten times by now.
         threading.Event().wait(2)
-        assert runs["agents.tasks.sweep"] == 1
+        assert runs["agents.tasks.sweep"] == 0
 
     def test_it_sweeps_every_interval_while_a_run_is_in_motion(
         self, clock: Any, runs: Counter, users: dict[str, Any]
@@ -78,7 +82,7 @@ class ClockTestCase:
         )
         clock(idle=60)
         threading.Event().wait(1)
-        assert runs["agents.tasks.sweep"] == 1  # at its start; asleep until the deadline
+        assert runs["agents.tasks.sweep"] == 0  # nothing due yet: asleep until the deadline
         wait_for(
             lambda: Suspension.objects.get(pk=s.pk).status == Suspension.Status.TIMED_OUT,
             timeout=20,  # a third of the clock's longest sleep

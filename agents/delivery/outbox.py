@@ -66,9 +66,10 @@ class Outbox:
     attempt_model: ClassVar[type[models.Model]]
     attempt_of: ClassVar[str] = "delivery"
     task: ClassVar[str]  # the send task's name: task(pk, token)
-    # After a failed attempt, the retry is sent at once with the wait as its countdown (else
-    # the sweep sends it once due).
-    send_retries: ClassVar[bool] = False
+    # After a failed attempt, the retry is sent at once with the wait as its countdown, so it
+    # goes on time while the clock's rounds are a minute apart (an idle gateway: gateway.clock);
+    # the round sends it too once due, if that task is lost (its claim takes it once).
+    send_retries: ClassVar[bool] = True
     # The status of a delivery that went (email's rows say "sent").
     succeeded: ClassVar[str] = "succeeded"
 
