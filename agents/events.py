@@ -171,7 +171,7 @@ def broadcast(message: dict[str, Any]) -> None:
         # A server thread (daphne): the server's own loop sends it.
         async_to_sync(layer.group_send)(EVENTS_GROUP, message)
         return
-    # A worker or beat: async_to_sync would start a thread, a loop and a Redis connection for
+    # A worker: async_to_sync would start a thread, a loop and a Redis connection for
     # every wake-up; one loop per process, kept, costs much less (bench/README.md).
     future = asyncio.run_coroutine_threadsafe(
         layer.group_send(EVENTS_GROUP, message), aio.process_loop()

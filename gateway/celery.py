@@ -34,7 +34,7 @@ def give_back(**kwargs: object) -> None:
 
 
 # The worker's clock, when it hosts one (GATEWAY_CLOCK: `manage.py serve` sets it in the
-# process that runs the beat role).
+# process that runs the beat role: the clock is that role now).
 CLOCK = "GATEWAY_CLOCK"
 _clocks: list["Clock"] = []
 

@@ -127,7 +127,7 @@ WEBSOCKET_ALLOWED_ORIGINS = _origins("WEBSOCKET_ALLOWED_ORIGINS", _site_origins(
 
 # Without daphne's app: it only replaces runserver (unused: `manage.py serve` starts daphne
 # itself) and imports Twisted and autobahn into every process that sets Django up, the
-# workers and beat included (bench/footprint.py).
+# workers included (bench/footprint.py).
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -225,7 +225,7 @@ else:
     }
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL lets the server, the worker and beat read while one of them writes; IMMEDIATE
+    # WAL lets the server and the workers read while one of them writes; IMMEDIATE
     # transactions take the write lock up front, so two writers queue instead of deadlocking.
     DATABASES["default"]["OPTIONS"] = {
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
@@ -405,7 +405,7 @@ CELERY_WORKER_POOL = os.environ.get("WORKER_POOL", "solo")
 # prefork pool only (a soft limit raises SoftTimeLimitExceeded in the task, a hard one ends
 # the child); under solo and threads they are not applied, and a tool call is bounded by
 # TOOL_TIME_LIMIT_SECONDS whatever the pool. Runs: one task runs a thread until it pauses, so
-# several model calls and tools. Sweeps: beat's periodic work. Deliveries: one webhook, push
+# several model calls and tools. Sweeps: the clock's periodic work. Deliveries: one webhook, push
 # or email (a webhook's POST is bounded by WEBHOOKS_DELIVERY_TIMEOUT_SECONDS).
 TASK_KINDS = {
     "RUN": (
@@ -543,7 +543,7 @@ EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
 EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Approval gateway <gateway@localhost>")
-# How often beat turns new events into emails and sends again those whose sending failed.
+# How often the clock turns new events into emails and sends again those whose sending failed.
 NOTIFY_INTERVAL_SECONDS = float(os.environ.get("NOTIFY_INTERVAL_SECONDS", "1"))
 
 # Replies to an agent that waits for input (agents.replies.provide_input); an agent file may

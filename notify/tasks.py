@@ -1,4 +1,4 @@
-"""Celery tasks for email: beat's sweep, and one send per email."""
+"""Celery tasks for email: the clock's round, and one send per email."""
 
 import logging
 from typing import Any
@@ -13,7 +13,7 @@ log = logging.getLogger(__name__)
 
 @shared_task(ignore_result=True, expires=5)
 def dispatch() -> dict[str, Any]:
-    """Driven by beat: new events to emails, and emails due again to the queue. On the
+    """Run by the clock: new events to emails, and emails due again to the queue. On the
     default queue with the runs: a backlog of email never delays a deadline."""
     found = outbox.dispatch()
     if any(found.values()):

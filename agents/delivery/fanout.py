@@ -9,7 +9,7 @@ settled (agents.cursor); a run stopped by a gap is finished by a later one.
 
 A channel gives what it reads of each event and what deliveries a batch of them makes
 (`FanOut.make`); runs come from its `Nudge` (after a commit that recorded events,
-agents.events.committed) and from beat's sweep, which catches whatever a nudge missed.
+agents.events.committed) and from the clock's round, which catches whatever a nudge missed.
 """
 
 import logging

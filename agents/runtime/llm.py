@@ -220,7 +220,7 @@ class AnthropicProvider:
             return
         # The SDK is imported where a provider with a key is made, not with this module: it
         # is some 3,600 modules and 80 MB, which every process that loads the engine (the
-        # web server, beat, the deadlines worker) would hold while no agent calls Claude.
+        # web server, the deadlines worker) would hold while no agent calls Claude.
         import anthropic
 
         options: dict[str, Any] = {"event_hooks": {"request": [self._count_attempt]}}

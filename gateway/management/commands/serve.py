@@ -163,7 +163,7 @@ class Command(BaseCommand):
             commands.update(workers)
         # The clock (gateway.clock: the sweeper and the channels' rounds, run when they fall
         # due, while it holds the beat lease) is a thread of the deadlines worker: one process
-        # fewer than Celery beat beside it, and no broker message for a round (bench/
+        # fewer than Celery beat beside it, and no broker message for the sweeper (bench/
         # footprint.py). A machine given the beat role alone runs a deadlines worker for it.
         clock_host = None
         deadlines = [*celery, "worker", *celery_level, "-c", "1", *quiet]
