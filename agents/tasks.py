@@ -2,11 +2,12 @@
 
 import logging
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 
-from agents import cancelling, deadlines, grants, reminders, replies
+from agents import cancelling, deadlines, due, grants, reminders, replies
 from agents.dispatch import EXPIRY_MARGIN
 from agents.engine import engine
 from agents.reviewing import verdicts
@@ -43,9 +44,13 @@ def review_suspension(suspension_id: str) -> bool:
 
 
 @shared_task(ignore_result=True, expires=5)
-def sweep() -> dict[str, int]:
+def sweep(when_due: bool = False) -> dict[str, Any]:
     """Run by the clock (gateway.clock) when it falls due (agents.due): apply deadlines, then
     the reminders and escalations that have fallen due, then re-enqueue stalled threads.
+
+    With `when_due` (the clock, when nothing is in motion) only if something is due; else it
+    answers `{"idle_for": seconds}`, when it next is. A task all the same, so whatever holds
+    tasks back (the tests' gate: tests/worker_gate.py) holds the look too.
 
     A deadline that falls before the next sweep also gets a task of its own, due at that
     moment, so it is applied on time rather than up to a sweep interval late (one raised with
@@ -53,6 +58,11 @@ def sweep() -> dict[str, int]:
     agents.dispatch.at_deadline). The stored expires_at stays the truth (invariant 4): if
     that task is lost, the next sweep applies it.
     """
+    if when_due:
+        seconds, moving = due.plan()
+        if seconds > 0 and not moving:
+            last_runs.mark("sweep")  # the sweeper looked: /readyz sees it alive
+            return {"idle_for": seconds}
     found = {
         "timed_out": deadlines.expire_all_overdue(),
         # After the deadlines: a suspension whose deadline has passed gets no reminder.

@@ -35,7 +35,7 @@ from django.db import connections
 from redis.exceptions import RedisError
 
 from agents import due
-from infra import beat_lease, last_runs
+from infra import beat_lease
 
 log = logging.getLogger(__name__)
 # Taking, losing or waiting for the lease is said at INFO whatever the worker's level (serve
@@ -170,35 +170,29 @@ class Clock:
         self._give_back()
 
     def _sweep(self, job: Job, moving: bool) -> None:
-        """The sweeper, when something is in motion or due; with nothing either, only the
-        look at when it next is (agents.due: a few indexed reads, not the sweep's)."""
-        try:
-            seconds = 0.0 if moving else due.plan()[0]
-        except Exception:
-            log.exception("the clock could not read when the sweeper is next due")
-            seconds = 0.0
-        if seconds <= 0.0:
-            self._apply(job)
+        """The sweeper; with nothing in motion, only if something is due, else its look at
+        when something next is (agents.due: a few indexed reads, not the sweep's)."""
+        found = self._apply(job, when_due=not moving)
+        seconds = found.get("idle_for") if isinstance(found, dict) else None
+        if seconds is None:
             try:
                 seconds = due.plan()[0]
             except Exception:
                 log.exception("the clock could not read when the sweeper is next due")
                 seconds = job.every
-        else:
-            # Nothing to sweep: it counts as a run of the sweeper for /readyz and the metrics.
-            last_runs.mark(SWEEP)
         job.due = time.monotonic() + seconds
 
-    def _apply(self, job: Job) -> None:
+    def _apply(self, job: Job, **kwargs: Any) -> Any:
+        """The job's task run here (its result), or sent to its queue (None)."""
         try:
             if job.here:
-                self.app.tasks[job.task].apply()
-            else:
-                self.app.tasks[job.task].apply_async(declare=[])
+                return self.app.tasks[job.task].apply(kwargs=kwargs).result
+            self.app.tasks[job.task].apply_async(kwargs=kwargs, declare=[])
         except Exception:
             # Task.apply keeps a task's own error in its result (Celery logs it); this is the
             # clock failing to run or send it at all (the next round tries again).
             log.exception("the clock could not run %s", job.task)
+        return None
 
     @staticmethod
     def _give_back() -> None:
