@@ -3,15 +3,15 @@ for the embedded broker's consumers (infra.broker): they sleep until a message a
 rather than listing the folder again and again."""
 
 import os
-import time
 from typing import Self
 
 from inotify_simple import INotify, flags
 
 # Messages are written to a hidden name and renamed into place (infra.broker.write_whole):
-# the rename is the signal. A file created in place under a visible name (a copy by hand)
-# wakes too; the hidden partial files do not.
-_ARRIVALS = flags.MOVED_TO | flags.CREATE
+# the rename is the signal. Not the creation of the hidden file, which would wake every
+# consumer once more for each message (and a message created in place under its own name
+# would be the half-written file that infra.broker exists to avoid).
+_ARRIVALS = flags.MOVED_TO
 # The folder itself went away (the watch with it), or the kernel dropped events: wake, and
 # let the caller poll and watch again.
 _LOST = flags.IGNORED | flags.Q_OVERFLOW
@@ -46,14 +46,9 @@ class FolderWatch:
     def wait(self, seconds: float) -> None:
         """Return once a file has arrived since the last wait, or after `seconds`. A wake may
         be spurious (a file the caller already took): the caller looks again either way."""
-        deadline = time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            for event in self._inotify.read(timeout=max(1, round(left * 1000))):
-                if event.mask & _LOST:
-                    self._lost = True
-                # Anything but a hidden file's creation: a message, or the watch lost.
-                if not (event.mask & flags.CREATE and event.name.startswith(".")):
-                    return
+        for event in self._inotify.read(timeout=max(1, round(seconds * 1000))):
+            if event.mask & _LOST:
+                self._lost = True
 
     def close(self) -> None:
         self._inotify.close()

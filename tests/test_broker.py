@@ -17,6 +17,7 @@ from kombu.transport import filesystem
 from kombu.transport import redis as kombu_redis
 
 from infra.broker import RedisTransport, Transport
+from infra.folder_watch import FolderWatch
 
 
 def connection(folder: Path) -> Connection:
@@ -98,6 +99,28 @@ class BrokerTestCase:
         # It looked when it began, and once more when the message came (kombu's transport: once
         # every polling_interval).
         assert looked[0] <= 2
+
+    def test_without_inotify_a_consumer_polls_and_still_gets_its_messages(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # As where inotify is missing (not Linux) or out of watches (fs.inotify.max_user_watches).
+        monkeypatch.setattr(FolderWatch, "of", classmethod(lambda cls, folder: None))
+        folder = folders(tmp_path)
+        name = f"q{uuid.uuid4().hex}"
+        with connection(folder) as conn:
+            queue = conn.SimpleQueue(name)
+            with pytest.raises(queue.Empty):
+                queue.get(timeout=0.2)
+
+            def publish() -> None:
+                with connection(folder) as other:
+                    other.SimpleQueue(name).put({"n": 2})
+
+            threading.Timer(0.1, publish).start()
+            message = queue.get(timeout=60)
+            message.ack()
+            assert message.payload == {"n": 2}
+            queue.close()
 
     def test_an_idle_consumer_does_not_keep_listing_its_folder(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
