@@ -1,5 +1,6 @@
 """The brokers' transports: kombu's filesystem one with files that appear whole (the embedded
-setup), and kombu's Redis one with one client object per channel (`RedisTransport`).
+setup), and kombu's Redis one with one client object per channel (`RedisTransport`, made on
+first use).
 
 Kombu writes a message straight into the folder its consumers poll, so a worker can read a
 file before it has been written and die on the half-written JSON (celery/kombu#1551). The
@@ -22,6 +23,7 @@ whatever happens, which kept every idle worker awake 20 times a second (issue 42
 
 import contextlib
 import fcntl
+import functools
 import os
 import time
 import uuid
@@ -32,7 +34,6 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.transport import redis as kombu_redis
 from kombu.transport.filesystem import exchange_queue_t
 from kombu.utils.json import dumps, loads
 
@@ -164,27 +165,44 @@ class Transport(filesystem.Transport):
         super().close_connection(connection)
 
 
-class RedisChannel(kombu_redis.Channel):
-    """kombu's Redis channel, with one client object for its synchronous commands.
-
-    kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each message it
-    publishes and each one it acknowledges (`conn_or_acquire`), and a new client copies some
-    two hundred response callbacks, a large part of a worker's consumer and of daphne's task
-    publish (bench/README.md). A client is only a handle on the channel's connection pool,
-    which redis-py makes safe to share; it is built again whenever kombu replaces the pool (it
-    drops it when the connection is lost, and after a fork). kombu has no setting for this.
-    """
-
-    _sync_client: Any = None
-
-    def _create_client(self, asynchronous: bool = False) -> Any:
-        if asynchronous:
-            return super()._create_client(asynchronous=True)
-        client = self._sync_client
-        if client is None or client.connection_pool is not self.pool:
-            client = self._sync_client = super()._create_client()
-        return client
+def __getattr__(name: str) -> Any:
+    """`RedisChannel` and `RedisTransport`, made when first asked for (Celery asks for the
+    transport its settings name): kombu's Redis transport imports redis-py, some 6 MB in every
+    process of the embedded setup, which never uses it (issue 42)."""
+    if name in ("RedisChannel", "RedisTransport"):
+        return _redis_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class RedisTransport(kombu_redis.Transport):
-    Channel = RedisChannel
+@functools.cache
+def _redis_classes() -> dict[str, type]:
+    from kombu.transport import redis as kombu_redis
+
+    class RedisChannel(kombu_redis.Channel):
+        """kombu's Redis channel, with one client object for its synchronous commands.
+
+        kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each
+        message it publishes and each one it acknowledges (`conn_or_acquire`), and a new
+        client copies some two hundred response callbacks, a large part of a worker's consumer
+        and of daphne's task publish (bench/README.md). A client is only a handle on the
+        channel's connection pool, which redis-py makes safe to share; it is built again
+        whenever kombu replaces the pool (it drops it when the connection is lost, and after a
+        fork). kombu has no setting for this.
+        """
+
+        _sync_client: Any = None
+
+        def _create_client(self, asynchronous: bool = False) -> Any:
+            if asynchronous:
+                return super()._create_client(asynchronous=True)
+            client = self._sync_client
+            if client is None or client.connection_pool is not self.pool:
+                client = self._sync_client = super()._create_client()
+            return client
+
+    class RedisTransport(kombu_redis.Transport):
+        Channel = RedisChannel
+
+    for made in (RedisChannel, RedisTransport):
+        made.__qualname__ = made.__name__
+    return {"RedisChannel": RedisChannel, "RedisTransport": RedisTransport}
