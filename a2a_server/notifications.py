@@ -1,14 +1,13 @@
 """A2A push notifications: a task's state changes POSTed to its push configs as the A2A
 specification's StreamResponse (`statusUpdate`), with the config's authentication (A2A
 §4.3.3, §13.2). The states and messages are the A2A server's own (a2a_server.mapping.Fold),
-so a push says what a stream of the same task says."""
+so a push says what a stream of the same task says.
+
+The A2A SDK and protobuf are imported by `push_body`, not with this module: every worker's
+webhooks.fanout asks `pushed` at each sweep, and only a push needs them (issue 42)."""
 
 from typing import Any
 
-from a2a.types import StreamResponse, TaskStatusUpdateEvent
-from google.protobuf import json_format
-
-from a2a_server import mapping
 from a2a_server.models import PushNotificationConfig
 from agents.models import Event
 
@@ -37,6 +36,11 @@ def pushed(event_type: str) -> bool:
 def push_body(event: Event) -> dict[str, Any]:
     """The StreamResponse POSTed for `event`: the status update the A2A server's fold of the
     task's events makes at this event (its state, and what an input-required task waits for)."""
+    from a2a.types import StreamResponse, TaskStatusUpdateEvent
+    from google.protobuf import json_format
+
+    from a2a_server import mapping
+
     task = str(event.thread_id)
     fold = mapping.Fold(task_id=task)
     made: list[Any] = []

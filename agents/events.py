@@ -13,7 +13,7 @@ from django.dispatch import Signal
 from agents import chain
 from agents.models import Event
 from agents.wire import socket_message
-from infra import aio, pubsub, transactions
+from infra import aio, transactions
 from infra.compiled import insert
 
 EVENTS_GROUP = "events"
@@ -162,6 +162,10 @@ def broadcast(message: dict[str, Any]) -> None:
     layer = get_channel_layer()
     if layer is None:
         return  # no channel layer: the sockets tail the Event table themselves
+    # Here, not with the module: redis-py and channels_redis (some 5 MB) are for a process
+    # with a channel layer, not for the embedded setup's (issue 42).
+    from infra import pubsub
+
     sender = pubsub.sync_sender(layer)
     if sender is not None:
         # channels_redis's pub/sub layer: its PUBLISH, sent from this thread (infra.pubsub).

@@ -1,5 +1,6 @@
 """The brokers' transports: kombu's filesystem one with files that appear whole (the embedded
-setup), and kombu's Redis one with one client object per channel (`RedisTransport`).
+setup), and kombu's Redis one with one client object per channel (`RedisTransport`, made on
+first use).
 
 Kombu writes a message straight into the folder its consumers poll, so a worker can read a
 file before it has been written and die on the half-written JSON (celery/kombu#1551). The
@@ -14,11 +15,17 @@ Kombu's consumer takes a queue's files in the order of their names. A message's 
 with its priority (0, unset, first; the clock's runs are sent with 9: agents.dispatch), then
 the time it was written, padded so that the names sort as the numbers do: the order Redis
 gives with its list per priority step.
+
+A consumer with nothing to read sleeps until a message file is renamed into its folder
+(inotify), not polling it: kombu's transport lists the folder every `polling_interval`
+whatever happens, which kept every idle worker awake 20 times a second (issue 42).
 """
 
 import contextlib
 import fcntl
+import functools
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +34,10 @@ from typing import Any
 
 from kombu.exceptions import ChannelError
 from kombu.transport import filesystem
-from kombu.transport import redis as kombu_redis
 from kombu.transport.filesystem import exchange_queue_t
 from kombu.utils.json import dumps, loads
+
+from infra.folder_watch import FolderWatch
 
 
 def write_whole(path: Path | str, data: bytes) -> None:
@@ -100,30 +108,101 @@ class Channel(filesystem.Channel):
 
 
 class Transport(filesystem.Transport):
-    Channel = Channel
+    """kombu's filesystem transport, whose consumer waits for a message file to appear.
 
-
-class RedisChannel(kombu_redis.Channel):
-    """kombu's Redis channel, with one client object for its synchronous commands.
-
-    kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each message it
-    publishes and each one it acknowledges (`conn_or_acquire`), and a new client copies some
-    two hundred response callbacks, a large part of a worker's consumer and of daphne's task
-    publish (bench/README.md). A client is only a handle on the channel's connection pool,
-    which redis-py makes safe to share; it is built again whenever kombu replaces the pool (it
-    drops it when the connection is lost, and after a fork). kombu has no setting for this.
+    kombu's `drain_events` polls each queue's folder and sleeps `polling_interval` between
+    empty polls until its timeout (Celery's worker asks for 2 s at a time). This one polls
+    once (kombu's own, with a timeout of 0), then waits on inotify for a file renamed into the
+    folder, up to the timeout: an idle worker lists its folder once every 2 s, and a message
+    is read as soon as it is written, not up to a poll later. kombu's sleep stays where the
+    wait cannot help: without inotify, and while a consumer has as many messages unacknowledged
+    as its prefetch allows (the threads or prefork pool, busy), when what it waits for is an
+    acknowledgement, not a file.
     """
 
-    _sync_client: Any = None
+    Channel = Channel
+    # How long one wait lasts at most when the caller gives no timeout: a bound on the delay
+    # of a message the watch could not see (written by another machine sharing the folder
+    # over NFS, which inotify does not report).
+    longest_wait = 2.0
+    _watch: FolderWatch | None = None
+    _unwatchable = False  # inotify could not watch the folder: kombu's polling
 
-    def _create_client(self, asynchronous: bool = False) -> Any:
-        if asynchronous:
-            return super()._create_client(asynchronous=True)
-        client = self._sync_client
-        if client is None or client.connection_pool is not self.pool:
-            client = self._sync_client = super()._create_client()
-        return client
+    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+        began = time.monotonic()
+        while True:
+            watch = self._folder_watch()
+            try:
+                return super().drain_events(connection, timeout=0)  # one pass, no sleep
+            except TimeoutError:
+                if timeout is not None and time.monotonic() - began >= timeout:
+                    raise
+            left = self.longest_wait
+            if timeout is not None:
+                left = min(left, timeout - (time.monotonic() - began))
+            if watch is None or any(not c.qos.can_consume() for c in self.channels):
+                time.sleep(min(left, self.polling_interval or left))
+            else:
+                watch.wait(left)
+
+    def _folder_watch(self) -> FolderWatch | None:
+        """The watch on the folder consumed, made before the first poll (so that no file
+        renamed in between goes unseen); None where inotify is unavailable."""
+        watch = self._watch
+        if watch is not None and not watch.usable():
+            watch.close()
+            watch = self._watch = None
+        if watch is None and not self._unwatchable:
+            folder = self.client.transport_options.get("data_folder_in", "data_in")
+            watch = self._watch = FolderWatch.of(folder)
+            self._unwatchable = watch is None
+        return watch
+
+    def close_connection(self, connection: Any) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
+        super().close_connection(connection)
 
 
-class RedisTransport(kombu_redis.Transport):
-    Channel = RedisChannel
+def __getattr__(name: str) -> Any:
+    """`RedisChannel` and `RedisTransport`, made when first asked for (Celery asks for the
+    transport its settings name): kombu's Redis transport imports redis-py, some 6 MB in every
+    process of the embedded setup, which never uses it (issue 42)."""
+    if name in ("RedisChannel", "RedisTransport"):
+        return _redis_classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _redis_classes() -> dict[str, type]:
+    from kombu.transport import redis as kombu_redis
+
+    class RedisChannel(kombu_redis.Channel):
+        """kombu's Redis channel, with one client object for its synchronous commands.
+
+        kombu builds a new redis-py client (`redis.Redis(connection_pool=...)`) for each
+        message it publishes and each one it acknowledges (`conn_or_acquire`), and a new
+        client copies some two hundred response callbacks, a large part of a worker's consumer
+        and of daphne's task publish (bench/README.md). A client is only a handle on the
+        channel's connection pool, which redis-py makes safe to share; it is built again
+        whenever kombu replaces the pool (it drops it when the connection is lost, and after a
+        fork). kombu has no setting for this.
+        """
+
+        _sync_client: Any = None
+
+        def _create_client(self, asynchronous: bool = False) -> Any:
+            if asynchronous:
+                return super()._create_client(asynchronous=True)
+            client = self._sync_client
+            if client is None or client.connection_pool is not self.pool:
+                client = self._sync_client = super()._create_client()
+            return client
+
+    class RedisTransport(kombu_redis.Transport):
+        Channel = RedisChannel
+
+    for made in (RedisChannel, RedisTransport):
+        made.__qualname__ = made.__name__
+    return {"RedisChannel": RedisChannel, "RedisTransport": RedisTransport}

@@ -6,14 +6,19 @@ wait ever longer between two tries, with no cap. After a restart every idle conn
 dead, so a request could wait for seconds while the server was already back (tests/faults,
 postgres restart). The library has no settings for either: the backend in infra.postgresql
 installs `checker`, and settings.py calls `steady_reconnects`.
+
+psycopg (some 10 MB) is imported by these functions, which run only with PostgreSQL, not with
+this module: settings.py imports it whatever the database (issue 42).
 """
+
+from __future__ import annotations
 
 import select
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg_pool import ConnectionPool
-from psycopg_pool.base import AttemptWithBackoff
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 
 def _quiet(conn: Any) -> bool:
@@ -40,6 +45,7 @@ def checker(pool: ConnectionPool) -> Callable[[Any], None]:
     anything else as psycopg_pool does. When one is dead, the server went away: every idle
     connection is checked at once and the dead ones replaced, instead of one sleep of the
     pool's check loop for each of them."""
+    from psycopg_pool import ConnectionPool
 
     def check(conn: Any) -> None:
         if _quiet(conn):
@@ -56,4 +62,6 @@ def checker(pool: ConnectionPool) -> Callable[[Any], None]:
 def steady_reconnects() -> None:
     """Retry a lost server every second instead of after ever longer waits; the pool's
     reconnect_timeout still bounds the attempts as a whole."""
+    from psycopg_pool.base import AttemptWithBackoff
+
     AttemptWithBackoff.DELAY_BACKOFF = 1.0

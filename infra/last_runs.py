@@ -1,21 +1,31 @@
 """When a periodic job (the sweeper) last ran, wherever it ran: for /readyz and the metrics.
 
 Kept where every machine of the deployment sees it: in Redis when there is one (one key per
-job, written at each run), else in a file's time in the data folder (one machine)."""
+job, written at each run), else in a file's time in the data folder (one machine).
+
+redis-py is imported when there is a Redis, not with this module: the embedded setup's
+deadlines worker imports it (issue 42)."""
+
+from __future__ import annotations
 
 import os
 import time
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import redis
 from django.conf import settings
+
+if TYPE_CHECKING:
+    import redis
 
 TIMEOUT = 2.0
 
 
 @cache
 def _client(url: str) -> redis.Redis:
+    import redis
+
     return redis.Redis.from_url(url, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT)
 
 

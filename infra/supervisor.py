@@ -14,9 +14,11 @@ are ready; "{took}" in them is the seconds it took), "serving" (the line said af
 "slow_start" (seconds before saying what is still awaited), "max_restarts", "restart_window"}.
 """
 
+import contextlib
 import http.client
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -24,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+# Seconds between two looks at the processes not ready yet.
+POLL = 0.2
 
 
 def answers(host: str, port: int, path: str) -> bool:
@@ -72,6 +77,16 @@ def supervise(spec: dict[str, Any]) -> int:
         nonlocal stopping
         stopping = True
 
+    # It sleeps until a signal comes: a child's exit (SIGCHLD), Ctrl-C or SIGTERM, each of
+    # which writes a byte to this pipe (Python's wakeup fd), so none is missed between a
+    # look at the children and the sleep. Only while it waits for them to be ready does it
+    # look again every POLL seconds; polling for ever kept it awake 5 times a second
+    # (issue 42).
+    woken, wake = os.pipe()
+    os.set_blocking(woken, False)
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     waiting = set(procs)
@@ -108,7 +123,13 @@ def supervise(spec: dict[str, Any]) -> int:
             elif time.monotonic() - said > spec["slow_start"]:
                 said = time.monotonic()
                 say(f"Still starting after {said - began:.0f} s: {', '.join(sorted(waiting))}")
-        time.sleep(0.2)
+        if not stopping:
+            select.select([woken], [], [], POLL if waiting else None)
+            with contextlib.suppress(BlockingIOError):
+                os.read(woken, 512)
+    signal.set_wakeup_fd(-1)
+    os.close(woken)
+    os.close(wake)
     if spec.get("remove_at_end"):
         shutil.rmtree(spec["remove_at_end"], ignore_errors=True)
     for fd in spec.get("close_at_end", ()):

@@ -15,7 +15,15 @@ have acted, and only a person can say whether to try again (by approving a new c
 Tasks are sent by name (`mcp_gateway.tasks.call_upstream`): by the held call that sees the
 approval (mcp_gateway.calls), and by beat's sweep for a call nobody holds, so no action imports
 the tasks module and a decision of any other request costs nothing here.
+
+The MCP client and its HTTP stacks (mcp_gateway.forward and .elicitation, mcp_types: some 35
+MB), and the calls' record (mcp_gateway.actions, which brings the rate limits and redis-py),
+are imported by the functions that use them, not with this module: every worker imports it
+(through the tasks module) at start, and one that never relays a call, or only sweeps, never
+needs them (issue 42).
 """
+
+from __future__ import annotations
 
 import asyncio
 import logging
@@ -24,10 +32,9 @@ import socket
 import threading
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-import mcp_types as types
 from celery import current_app
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -37,8 +44,10 @@ from django.utils import timezone
 from agents import external
 from agents.models import Suspension
 from infra.aio import run_in_process_loop
-from mcp_gateway import actions, elicitation, forward
 from mcp_gateway.models import Upstream, UpstreamCall
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +117,8 @@ def sweep() -> dict[str, int]:
 
 def interrupt(call: UpstreamCall) -> int:
     """Finish a claim whose lease ran out: its worker died during the upstream call."""
+    from mcp_gateway import actions, forward
+
     s = call.suspension
     result = forward.failed(
         f"Interrupted: the gateway's worker stopped while {s.tool_name} was being called on "
@@ -182,6 +193,8 @@ class Renewal(threading.Thread):
 async def _call(
     upstream: Upstream, s: Suspension, arguments: dict[str, Any]
 ) -> types.CallToolResult:
+    from mcp_gateway import elicitation, forward
+
     limit = settings.MCP_CALL_TIMEOUT_SECONDS
     try:
         # A question the upstream asks meanwhile goes to a person (mcp_gateway.elicitation).
@@ -199,6 +212,8 @@ async def _call(
 
 def run(pk: UUID | str) -> str:
     """A worker's task: make the approved request's upstream call, if this worker claims it."""
+    from mcp_gateway import actions
+
     s = Suspension.objects.select_related("thread", "thread__created_by").get(pk=pk)
     arguments = external.request_payload(s)["arguments"] or {}
     me = worker_name()
@@ -208,6 +223,8 @@ def run(pk: UUID | str) -> str:
     upstream = Upstream.objects.filter(name=s.agent_name).first()
     started = time.monotonic()
     if upstream is None:
+        from mcp_gateway import forward
+
         result = forward.failed(f"Not run: {s.agent_name} is no longer behind this gateway.")
     else:
         renewal = Renewal(call.pk, me)

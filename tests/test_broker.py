@@ -1,7 +1,9 @@
-"""The brokers: the embedded one hands a consumer only whole messages, however fast it polls;
-the Redis one delivers through one client object per channel, made again with a new pool;
-Celery's client side is built once per process, not per thread."""
+"""The brokers: the embedded one hands a consumer only whole messages, however fast it polls,
+and wakes a consumer waiting for one when one is written rather than by listing its folder
+over and over; the Redis one delivers through one client object per channel, made again with
+a new pool; Celery's client side is built once per process, not per thread."""
 
+import os
 import threading
 import time
 import uuid
@@ -11,9 +13,11 @@ from typing import Any
 import pytest
 from django.conf import settings
 from kombu import Connection
+from kombu.transport import filesystem
 from kombu.transport import redis as kombu_redis
 
 from infra.broker import RedisTransport, Transport
+from infra.folder_watch import FolderWatch
 
 
 def connection(folder: Path) -> Connection:
@@ -26,11 +30,113 @@ def connection(folder: Path) -> Connection:
             "processed_folder": str(folder.parent / "processed"),
             "control_folder": str(folder.parent / "control"),
             "store_processed": False,
+            "polling_interval": 0.05,  # as gateway.settings has it
         },
     )
 
 
+def folders(tmp_path: Path) -> Path:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (tmp_path / "processed").mkdir()
+    return folder
+
+
+def count_listings(
+    monkeypatch: pytest.MonkeyPatch, folder: Path, listed: threading.Event | None = None
+) -> list[int]:
+    """How many times the current thread lists `folder` from now on (kombu's consumer lists it
+    to look for messages): a list holding the count. `listed` is set after each listing."""
+    count = [0]
+    listdir = os.listdir
+    thread = threading.current_thread()
+
+    def counted(path: Any = ".") -> list[str]:
+        names = listdir(path)
+        if os.fspath(path) == str(folder) and threading.current_thread() is thread:
+            count[0] += 1
+            if listed is not None:
+                listed.set()
+        return names
+
+    monkeypatch.setattr(filesystem.os, "listdir", counted)
+    return count
+
+
 class BrokerTestCase:
+    def test_a_consumer_waiting_for_a_message_wakes_when_it_is_published(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        folder = folders(tmp_path)
+        name = f"q{uuid.uuid4().hex}"
+        looked_once = threading.Event()
+        received: list[dict] = []
+        looked: list[int] = []
+
+        def consume() -> None:
+            with connection(folder) as conn:
+                # However long it waits: only the message's arrival can end the wait in time
+                # for the join below.
+                conn.transport.longest_wait = 3600
+                queue = conn.SimpleQueue(name)
+                # Published once it has looked and found nothing: it waits.
+                count = count_listings(monkeypatch, folder, looked_once)
+                message = queue.get(timeout=3600)
+                looked.append(count[0])
+                received.append(message.payload)
+                message.ack()
+
+        with connection(folder) as conn:
+            conn.SimpleQueue(name).close()
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
+        assert looked_once.wait(timeout=60)
+        with connection(folder) as conn:
+            conn.SimpleQueue(name).put({"n": 1})
+        reader.join(timeout=60)
+
+        assert received == [{"n": 1}]
+        # It looked when it began, and once more when the message came (kombu's transport: once
+        # every polling_interval).
+        assert looked[0] <= 2
+
+    def test_without_inotify_a_consumer_polls_and_still_gets_its_messages(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # As where inotify is missing (not Linux) or out of watches (fs.inotify.max_user_watches).
+        monkeypatch.setattr(FolderWatch, "of", classmethod(lambda cls, folder: None))
+        folder = folders(tmp_path)
+        name = f"q{uuid.uuid4().hex}"
+        with connection(folder) as conn:
+            queue = conn.SimpleQueue(name)
+            with pytest.raises(queue.Empty):
+                queue.get(timeout=0.2)
+
+            def publish() -> None:
+                with connection(folder) as other:
+                    other.SimpleQueue(name).put({"n": 2})
+
+            threading.Timer(0.1, publish).start()
+            message = queue.get(timeout=60)
+            message.ack()
+            assert message.payload == {"n": 2}
+            queue.close()
+
+    def test_an_idle_consumer_does_not_keep_listing_its_folder(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        folder = folders(tmp_path)
+        with connection(folder) as conn:
+            queue = conn.SimpleQueue(f"q{uuid.uuid4().hex}")
+            count = count_listings(monkeypatch, folder)
+            # Celery's worker waits 2 s at a time; kombu's transport, polling every 0.05 s,
+            # lists the folder some 40 times in that wait.
+            with pytest.raises(queue.Empty):
+                queue.get(timeout=2.0)
+            queue.close()
+        # Once when it began, once when its time was up.
+        assert count[0] <= 2
+
     def test_a_consumer_polling_while_large_messages_are_written_reads_each_whole(
         self, tmp_path: Path
     ) -> None:

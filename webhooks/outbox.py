@@ -1,7 +1,15 @@
 """Sending webhooks: a delivery POSTed (signed per Standard Webhooks, or with an A2A push
 config's authentication) within a deadline. The claim, the lease, the retry schedule and the
 attempt log are the shared outbox's (agents.delivery.outbox); a subscription whose deliveries
-keep dying is disabled and its owner told."""
+keep dying is disabled and its owner told.
+
+httpx (which brings rich) and the A2A push format (a2a_server.notifications: the A2A SDK,
+protobuf) are imported by the functions that POST and build a push, not with this module:
+every worker imports it at start (the tasks module, the sweep), and one that never sends a
+webhook never needs them (issue 42).
+"""
+
+from __future__ import annotations
 
 import asyncio
 import json
@@ -11,22 +19,23 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from a2a_server import notifications
 from agents import events
 from agents.delivery import outbox as shared
 from agents.delivery.outbox import Result
 from infra import addresses
 from webhooks.models import Attempt, Delivery, Notice, Subscription
 from webhooks.signing import signed_headers
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +126,8 @@ class Outbox(shared.Outbox):
                 **signed_headers(d.subscription.secret, d.webhook_id, body, now),
             }
             return d.subscription.url, body, headers
+        from a2a_server import notifications
+
         body = json.dumps(
             notifications.push_body(d.event), separators=(",", ":"), ensure_ascii=False
         )
@@ -143,6 +154,8 @@ class Outbox(shared.Outbox):
     async def _post(
         self, url: str, body: str, headers: dict[str, str], extensions: dict[str, Any]
     ) -> Result:
+        import httpx
+
         started = time.monotonic()
         limit = settings.WEBHOOKS_DELIVERY_TIMEOUT_SECONDS
         status: int | None = None
