@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.db import connections
 from redis.exceptions import RedisError
@@ -53,7 +54,20 @@ class Job:
     task: str
     every: float
     here: bool  # run in this process, else sent to its queue
+    # While rows of this model match this filter, the job keeps to its busy interval.
+    busy_while: tuple[str, dict[str, Any]] | None = None
     due: float = 0.0  # time.monotonic() at which it runs next; 0: at once
+
+    def has_work_left(self) -> bool:
+        """A row of `busy_while` exists: a delivery still to make, a call being made."""
+        if self.busy_while is None:
+            return False
+        label, where = self.busy_while
+        try:
+            return apps.get_model(label).objects.filter(**where).exists()
+        except Exception:
+            log.exception("the clock could not read %s; it keeps %s busy", label, self.name)
+            return True
 
 
 def _holder() -> str | None:
@@ -73,6 +87,7 @@ class Clock:
                 job["task"],
                 float(job["every"]),
                 here=routes.get(job["task"], {}).get("queue") == settings.CELERY_DEADLINE_QUEUE,
+                busy_while=job.get("busy_while"),
             )
             for name, job in settings.CLOCK_JOBS.items()
         ]
@@ -165,8 +180,10 @@ class Clock:
                 continue
             self._apply(job)
             # Idle, a round only catches up on what a nudge missed: its retries are tasks of
-            # their own (agents.delivery.outbox, send_retries).
-            job.due = now + (job.every if busy else max(job.every, self.idle * IDLE_ROUNDS))
+            # their own (agents.delivery.outbox, send_retries). A delivery left pending (its
+            # worker died mid-attempt) keeps the round busy until it is made.
+            idle = not busy and not job.has_work_left()
+            job.due = now + (max(job.every, self.idle * IDLE_ROUNDS) if idle else job.every)
         self._give_back()
 
     def _sweep(self, job: Job, moving: bool) -> None:

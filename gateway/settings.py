@@ -4,6 +4,7 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -591,16 +592,34 @@ WEBHOOKS_ALLOW_PRIVATE = envbool("WEBHOOKS_ALLOW_PRIVATE", "false")
 # How often the clock fans new events out to deliveries and sends the retries that are due.
 WEBHOOKS_SWEEP_INTERVAL_SECONDS = float(os.environ.get("WEBHOOKS_SWEEP_INTERVAL_SECONDS", "1"))
 # The clock's periodic work (gateway.clock): each task, by name, every so many seconds while
-# the gateway is busy (with nothing in motion and no new event, every 6 × SWEEP_IDLE_SECONDS;
-# the sweeper when something falls due: agents.due).
-CLOCK_JOBS = {
+# the gateway is busy, or while rows of `busy_while` (a model, and a filter) exist: a delivery
+# still to make, an MCP call being made, which a dead worker may have left behind. With
+# nothing in motion, no new event and no such row, every 6 × SWEEP_IDLE_SECONDS; the sweeper
+# when something falls due (agents.due).
+CLOCK_JOBS: dict[str, dict[str, Any]] = {
     "sweep": {"task": "agents.tasks.sweep", "every": SWEEP_INTERVAL_SECONDS},
-    "notify": {"task": "notify.tasks.dispatch", "every": NOTIFY_INTERVAL_SECONDS},
-    "mcp": {"task": "mcp_gateway.tasks.sweep", "every": SWEEP_INTERVAL_SECONDS},
-    "webhooks-sweep": {"task": "webhooks.tasks.sweep", "every": WEBHOOKS_SWEEP_INTERVAL_SECONDS},
+    "notify": {
+        "task": "notify.tasks.dispatch",
+        "every": NOTIFY_INTERVAL_SECONDS,
+        "busy_while": ("notify.Email", {"status": "pending"}),
+    },
+    "mcp": {
+        "task": "mcp_gateway.tasks.sweep",
+        "every": SWEEP_INTERVAL_SECONDS,
+        "busy_while": ("mcp_gateway.UpstreamCall", {"state": "claimed"}),
+    },
+    "webhooks-sweep": {
+        "task": "webhooks.tasks.sweep",
+        "every": WEBHOOKS_SWEEP_INTERVAL_SECONDS,
+        "busy_while": ("webhooks.Delivery", {"status": "pending"}),
+    },
     # Slack's posts and updates that no nudge sent, and its retries (slack_approvals.tasks);
     # it does nothing while Slack is off.
-    "slack-sweep": {"task": "slack_approvals.tasks.sweep", "every": 5.0},
+    "slack-sweep": {
+        "task": "slack_approvals.tasks.sweep",
+        "every": 5.0,
+        "busy_while": ("slack_approvals.SlackDelivery", {"status": "pending"}),
+    },
 }
 
 # The port of the demo MCP server `manage.py serve --demo` (make run) starts: 0 keeps
@@ -716,7 +735,11 @@ WEBPUSH_PUSH_SERVICES = [
 ]
 WEBPUSH_TIMEOUT_SECONDS = envtimeout("WEBPUSH_TIMEOUT_SECONDS", 10)
 # The pushes no nudge sent, and the retries that are due (webpush.tasks.sweep).
-CLOCK_JOBS["webpush-sweep"] = {"task": "webpush.tasks.sweep", "every": 5.0}
+CLOCK_JOBS["webpush-sweep"] = {
+    "task": "webpush.tasks.sweep",
+    "every": 5.0,
+    "busy_while": ("webpush.Push", {"status": "pending"}),
+}
 
 
 # OpenID Connect sign-in (sso/, docs/sso.md): on when OIDC_ISSUER and OIDC_CLIENT_ID are set.

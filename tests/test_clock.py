@@ -15,7 +15,7 @@ from django.utils import timezone
 from agents import deadlines
 from agents.models import Suspension, Thread
 from gateway.celery import app
-from gateway.clock import Clock
+from gateway.clock import Clock, Job
 from infra import beat_lease, last_runs
 from tests.approvals import state
 from tests.conftest import wait_for
@@ -107,3 +107,20 @@ class ClockTestCase:
         c.stop()
         assert not c.thread.is_alive()
         assert beat_lease.holder() is None
+
+
+@pytest.mark.django_db
+def test_a_round_with_work_left_stays_busy(users: dict[str, Any]) -> None:
+    # A delivery left pending by a dead worker keeps its round at its interval; here any
+    # pending row of a model, as a job's `busy_while` names it.
+    job = Job(
+        "x",
+        "agents.tasks.sweep",
+        1.0,
+        here=True,
+        busy_while=("agents.Suspension", {"status": "pending"}),
+    )
+    assert not job.has_work_left()
+    state.suspended(users["operator"])
+    assert job.has_work_left()
+    assert not Job("y", "agents.tasks.sweep", 1.0, here=True).has_work_left()
