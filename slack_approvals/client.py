@@ -1,7 +1,16 @@
-"""The Slack Web API client (slack_sdk's WebClient), and whether Slack is on at all."""
+"""The Slack Web API client (slack_sdk's WebClient), and whether Slack is on at all.
+
+slack_sdk is imported when a client is made, not with this module: every worker imports it
+(the Slack sweep and fan-out) and, without Slack, never calls it (issue 42)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from slack_sdk import WebClient
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
 
 # Seconds one Web API call may take; a slower Slack fails the attempt, which is retried
 # (slack_approvals.outbox), and never holds up the engine, which only records events.
@@ -21,6 +30,8 @@ def web_client(timeout: int = TIMEOUT) -> WebClient:
     """A client for SLACK_API_URL with the bot's token. slack_sdk's own retry handlers are
     left at their default (a connection reset, once); every other retry is the outbox's, so
     each shows in the delivery log."""
+    from slack_sdk import WebClient
+
     base_url = settings.SLACK_API_URL
     if not base_url.endswith("/"):
         base_url += "/"  # the client joins method names onto it

@@ -11,7 +11,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import TextChoices
-from slack_sdk.errors import SlackApiError
 
 from agents import events
 from slack_approvals import client
@@ -38,6 +37,8 @@ def user_for(slack_user_id: str) -> Any:
 
 
 def _link_by_email(slack_user_id: str) -> Any:
+    from slack_sdk.errors import SlackApiError  # here: slack_approvals.client says why
+
     try:
         answer = client.web_client(client.CLICK_TIMEOUT).users_info(user=slack_user_id)
     except (SlackApiError, OSError) as e:

@@ -9,10 +9,10 @@ out. The log keeps Slack's error code and HTTP status, never the token (slack_sd
 Authorization header from its own debug log too).
 """
 
+from __future__ import annotations
+
 import logging
 from datetime import datetime, timedelta
-
-from slack_sdk.errors import SlackApiError
 
 from agents.delivery import outbox as shared
 from agents.delivery.outbox import Result
@@ -62,6 +62,8 @@ class Outbox(shared.Outbox):
         return SlackDelivery.objects.select_related("suspension__thread").get(pk=pk)
 
     def deliver(self, d: SlackDelivery, now: datetime) -> Result:
+        from slack_sdk.errors import SlackApiError  # here: slack_approvals.client says why
+
         try:
             perform(d, now)
         except SlackApiError as e:
