@@ -386,6 +386,7 @@ BEAT_LEASE_KEY = f"{CELERY_TASK_DEFAULT_QUEUE}:beat-lease"
 CELERY_TASK_ROUTES = {
     "agents.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
     "agents.tasks.expire_suspension": {"queue": CELERY_DEADLINE_QUEUE},
+    "agents.tasks.expire_input": {"queue": CELERY_DEADLINE_QUEUE},
     "mcp_gateway.tasks.sweep": {"queue": CELERY_DEADLINE_QUEUE},
 }
 CELERY_TASK_IGNORE_RESULT = True
@@ -421,6 +422,7 @@ TASK_KINDS = {
     "SWEEP": (
         "agents.tasks.sweep",
         "agents.tasks.expire_suspension",
+        "agents.tasks.expire_input",
         "notify.tasks.dispatch",
         "webhooks.tasks.sweep",
         "webhooks.tasks.fan_out",

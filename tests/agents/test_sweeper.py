@@ -24,6 +24,7 @@ class DeadlineQueueTestCase:
     def test_deadline_work_has_a_queue_of_its_own(self) -> None:
         assert queue_of("agents.tasks.sweep") == settings.CELERY_DEADLINE_QUEUE
         assert queue_of("agents.tasks.expire_suspension") == settings.CELERY_DEADLINE_QUEUE
+        assert queue_of("agents.tasks.expire_input") == settings.CELERY_DEADLINE_QUEUE
         assert queue_of("agents.tasks.resume_thread") == settings.CELERY_TASK_DEFAULT_QUEUE
         assert settings.CELERY_DEADLINE_QUEUE != settings.CELERY_TASK_DEFAULT_QUEUE
 
