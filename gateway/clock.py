@@ -176,7 +176,14 @@ class Clock:
             if self.stopping.is_set() or not self.holding:
                 return
             if job.name == SWEEP:
-                self._sweep(job, moving)
+                if self._sweep(job, moving) and not busy and self._new_events():
+                    # What it applied (a reminder, an escalation, a deadline) made events: the
+                    # channels' rounds go at once (the email of an escalation, say), not a
+                    # minute later.
+                    busy = True
+                    for other in self.jobs:
+                        if other is not job:
+                            other.due = min(other.due, now)
                 continue
             self._apply(job)
             # Idle, a round only catches up on what a nudge missed: its retries are tasks of
@@ -186,11 +193,13 @@ class Clock:
             job.due = now + (max(job.every, self.idle * IDLE_ROUNDS) if idle else job.every)
         self._give_back()
 
-    def _sweep(self, job: Job, moving: bool) -> None:
+    def _sweep(self, job: Job, moving: bool) -> bool:
         """The sweeper; with nothing in motion, only if something is due, else its look at
-        when something next is (agents.due: a few indexed reads, not the sweep's)."""
+        when something next is (agents.due: a few indexed reads, not the sweep's). Whether
+        it swept."""
         found = self._apply(job, when_due=not moving)
         seconds = found.get("idle_for") if isinstance(found, dict) else None
+        swept = seconds is None
         if seconds is None:
             try:
                 seconds = due.plan()[0]
@@ -198,6 +207,18 @@ class Clock:
                 log.exception("the clock could not read when the sweeper is next due")
                 seconds = job.every
         job.due = time.monotonic() + seconds
+        return swept
+
+    def _new_events(self) -> bool:
+        try:
+            newest = due.last_event_id()
+        except Exception:
+            log.exception("the clock could not read the newest event")
+            return True
+        if newest == self.newest_event:
+            return False
+        self.newest_event = newest
+        return True
 
     def _apply(self, job: Job, **kwargs: Any) -> Any:
         """The job's task run here (its result), or sent to its queue (None)."""

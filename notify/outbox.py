@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.mail import EmailMessage
 
 from agents.delivery import outbox as shared
-from agents.delivery.fanout import BATCH, FanOut
+from agents.delivery.fanout import BATCH, FanOut, Known, Nudge
 from agents.delivery.outbox import Result
 from agents.models import Event, Suspension
 from notify import compose, routing
@@ -166,6 +166,18 @@ def send(pk: int, now: datetime | None = None, token: str = "") -> bool:
     """Send one email if it is still due and nobody else is sending it; True if sent."""
     box = outbox if now is None else Outbox(clock=lambda: now, jitter=lambda: 1.0)
     return box.send(pk, token) == "succeeded"
+
+
+nudges = Nudge("notify.tasks.dispatch")
+# Whether anyone can hear of a new request: read at most once a second per process.
+anyone_known = Known(routing.anyone_opted_in)
+
+
+def nudge(**kwargs: Any) -> None:
+    """After a commit that recorded events: have a worker turn them into emails shortly, when
+    anyone opted in. The clock's round catches up on what a nudge missed; an idle gateway's
+    rounds are a minute apart (gateway.clock), and a request's email should not wait that."""
+    nudges(anyone_known)
 
 
 def dispatch(budget: float = 2.0) -> dict[str, Any]:

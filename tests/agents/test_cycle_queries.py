@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from agents import receipt_keys
 from agents.engine import engine
 from agents.models import Suspension, Thread
+from notify import outbox as notify_outbox
 from tests.conftest import Api, operator
 from webhooks import fanout
 from webpush import fanout as push_fanout
@@ -72,6 +73,9 @@ def test_statements_per_cycle_step(
     monkeypatch.setattr(push_fanout.devices_known, "ttl", 3600.0)
     push_fanout.devices_known.forget()
     assert push_fanout.devices_known() is False  # no device to push to, and now known
+    monkeypatch.setattr(notify_outbox.anyone_known, "ttl", 3600.0)
+    notify_outbox.anyone_known.forget()
+    assert notify_outbox.anyone_known() is False  # nobody opted in to email, and now known
     # A process reads its receipts' signing key once a minute, not per decision (the tests'
     # servers at every signing: gateway.testenv).
     settings.RECEIPT_KEY_CACHE_SECONDS = 60
