@@ -99,6 +99,8 @@ class Clock:
         self.renew_every = settings.BEAT_LEASE_SECONDS / 3
         self.renew_at = 0.0
         self.newest_event = -1
+        self.watch_every = float(settings.SWEEP_INTERVAL_SECONDS)
+        self.watch_at = 0.0
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="clock", daemon=True)
 
@@ -120,7 +122,7 @@ class Clock:
                     wake = self.renew_at
                     if self.holding:
                         self._round(time.monotonic())
-                        wake = min(wake, *(job.due for job in self.jobs))
+                        wake = min(wake, self.watch_at, *(job.due for job in self.jobs))
                 except Exception:
                     # Whatever it was (Redis or the database away), the clock goes on: a
                     # thread that ended here would leave the deadlines to nobody.
@@ -156,17 +158,25 @@ class Clock:
         self.holding = False
 
     def _round(self, now: float) -> None:
+        fresh = False
+        if now >= self.watch_at:
+            # Every SWEEP_INTERVAL_SECONDS, one read: the newest event's id. A new one (a run
+            # started, a request raised with its ladder, a grant made) brings every job
+            # forward, the sweeper first, which plans again from what is stored now.
+            self.watch_at = now + self.watch_every
+            fresh = self._new_events()
+            if fresh:
+                for job in self.jobs:
+                    job.due = min(job.due, now)
         due_jobs = [job for job in self.jobs if job.due <= now]
         if not due_jobs:
             return
         try:
             moving = due.in_motion()
-            newest = due.last_event_id()
         except Exception:
             log.exception("the clock could not read the gateway's state; it runs every job")
-            moving, newest = True, self.newest_event
-        busy = moving or newest != self.newest_event
-        self.newest_event = newest
+            moving = True
+        busy = moving or self._new_events() or fresh
         if busy:
             # Woken from idle: every round at its own interval again, from its last run.
             for job in self.jobs:

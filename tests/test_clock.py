@@ -100,6 +100,20 @@ class ClockTestCase:
             what="the deadline to be applied",
         )
 
+    def test_a_request_raised_while_it_sleeps_is_seen_within_an_interval(
+        self, clock: Any, runs: Counter, users: dict[str, Any]
+    ) -> None:
+        clock(idle=60)
+        wait_for(lambda: runs["agents.tasks.sweep"] >= 1, timeout=10, what="the first look")
+        # Raised with its event while the clock sleeps for a minute: the newest event's id,
+        # read every interval, wakes it, and it plans from the new row.
+        _, [s] = state.suspended(users["operator"], expires_in=2)
+        wait_for(
+            lambda: Suspension.objects.get(pk=s.pk).status == Suspension.Status.TIMED_OUT,
+            timeout=20,  # a third of the clock's longest sleep
+            what="the deadline to be applied",
+        )
+
     def test_it_gives_the_lease_back_when_it_stops(self, clock: Any, runs: Counter) -> None:
         c = clock(idle=30)
         wait_for(lambda: c.holding, timeout=10, what="the clock to take the lease")
