@@ -13,7 +13,9 @@ time, at most SWEEP_IDLE_SECONDS away. The channels' rounds run at their interva
 gateway is busy (something in motion, or an event newer than at the last round), else
 IDLE_ROUNDS idle sleeps apart (a minute): their nudges send what is new and each retry is a
 task of its own, so a round only catches up on what a nudge or a task missed. With nothing in
-motion and nothing due, the sweeper's run is only agents.due's look at when it next is. Between
+motion and nothing due, the sweeper's run is only agents.due's look at when it next is; and
+while the clock sleeps it reads the newest event's id every SWEEP_INTERVAL_SECONDS, so a run
+started or a request raised meanwhile brings every job forward. Between
 jobs the thread sleeps, so an idle gateway does not wake several times a second (bench/
 footprint.py). It replaced Celery beat and its process: beat sent four tasks a second, each a
 broker message, whatever there was to do.
