@@ -10,11 +10,20 @@
     return holder.content;
   }
 
-  /* The text of a page piece; null when the server does not answer 200. */
+  /* The text of a page piece; null when the server does not answer 200. inFlight() counts the
+     pieces asked for and not yet handed over (the browser tests wait for it to be 0). */
+  var asked = 0;
   function get(url) {
+    asked += 1;
+    function done(value) {
+      asked -= 1;
+      return value;
+    }
     return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
-      .then(function (r) { return r.ok ? r.text() : null; });
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(done, function (e) { done(); throw e; });
   }
+  function inFlight() { return asked; }
 
   /* Put each top-level element of `html` in place of the page's element of the same id; one
      that holds the focus (a select being used) is left as it is. Returns the fragment. */
@@ -80,5 +89,5 @@
     else change();
   }
 
-  window.GatewaySwap = { parse: parse, get: get, byIds: byIds, coalesce: coalesce, whenReleased: whenReleased };
+  window.GatewaySwap = { parse: parse, get: get, inFlight: inFlight, byIds: byIds, coalesce: coalesce, whenReleased: whenReleased };
 })();

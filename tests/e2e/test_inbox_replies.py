@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from agents.models import Thread
+from agents.models import Event, Thread
 from tests.conftest import wait_for
 from tests.e2e.conftest import Site
 
@@ -79,9 +79,16 @@ class InboxRepliesTestCase:
         expect(card).to_be_visible()
         expect(card.locator(".question")).to_have_text("Which form: <b>A</b> or B?")
         self.site.shoot(page, "inbox-reply-phone")
-        # The page's socket caught up (its replay could otherwise arrive after the change
-        # below and take the card away before the refusal is shown).
+        # The page's socket caught up and the card it drew again from its replay is in place
+        # (the page starts GAP_WAIT behind: a replayed INPUT_REQUIRED whose card is fetched
+        # after the change below would take the card away before the refusal is shown).
         expect(page.locator("#connection")).to_have_attribute("data-state", "live")
+        asked = Event.objects.filter(thread_id=tid, type="INPUT_REQUIRED").latest("id").pk
+        page.wait_for_function(
+            "id => (window.__gateway.initialCursor >= id || window.__gateway.applied.includes(id))"
+            " && window.GatewaySwap.inFlight() === 0",
+            arg=asked,
+        )
         # A reply the agent does not accept is refused with the reason; nothing changes.
         card.locator("textarea").fill("x" * 10)
         Thread.objects.filter(pk=tid).update(status="completed")  # answered meanwhile elsewhere
