@@ -25,6 +25,7 @@ from django.utils import timezone
 from agents import decisions, events, history, policy
 from agents.models import Event, Grant, Suspension, Thread
 from agents.payloads import iso
+from agents.request_statements import live_grants
 from agents.rules import check_condition, matches, rule_text
 from agents.tiers import Tier
 
@@ -257,18 +258,9 @@ def decide_by_grant(
         return None
     now = now or timezone.now()
     started_by = thread.created_by_id
-    candidates = (
-        Grant.objects.filter(
-            agent_name=agent_name,
-            tool_name=tool_name,
-            revoked_at__isnull=True,
-            expires_at__gt=now,
-            uses__lt=F("max_uses"),
-        )
-        .filter(Q(thread__isnull=True) | Q(thread_id=thread.pk))
-        .filter(Q(requester__isnull=True) | Q(requester_id=started_by))
-        .order_by("expires_at", "created_at")
-    )
+    candidates = live_grants(agent_name, tool_name, now, thread.pk, started_by)
+    if not candidates:
+        return None
     # A grant's counts and sums over history (agents.tallies) are read as a rule's are.
     window = history.Window.of(agent_name, tool_name, args, thread, now)
     for g in candidates:

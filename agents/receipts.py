@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from agents import receipt_keys
 from agents.hashing import canonical_hash, canonical_json
 from agents.models import Suspension
+from agents.request_statements import last_receipt
 
 DECIDER_KINDS = ("user", "rule", "grant", "model", "deadline")
 
@@ -113,14 +114,8 @@ def signed(suspension: Suspension, decider: dict[str, Any]) -> tuple[str, int]:
     agents.decisions.decide writes them with the decision's own update."""
     if decider.get("kind") not in DECIDER_KINDS:
         raise ValueError(f"a decider's kind is one of {DECIDER_KINDS}: {decider!r}")
-    last = (
-        Suspension.objects.filter(thread_id=suspension.thread_id, receipt_seq__isnull=False)
-        .order_by("-receipt_seq")
-        .values_list("receipt_seq", "receipt")
-        .first()
-    )
-    # receipt_seq is not null in `last` (filtered so); 0 only for the type.
-    seq, prev = ((last[0] or 0) + 1, receipt_hash(last[1])) if last else (1, None)
+    last = last_receipt(suspension.thread_id)
+    seq, prev = (last[0] + 1, receipt_hash(last[1])) if last else (1, None)
     token = sign(claims_of(suspension, decider, seq, prev))
     suspension.receipt, suspension.receipt_seq = token, seq
     return token, seq

@@ -45,7 +45,7 @@ class Compiled:
     """`build(*sentinels)` returns the values_list queryset; `rows(*values)` runs it."""
 
     def __init__(
-        self, build: Callable[..., QuerySet[Any, Any]], *sentinels: str | int | uuid.UUID
+        self, build: Callable[..., QuerySet[Any, Any]], *sentinels: str | int | uuid.UUID | datetime
     ) -> None:
         self.build = build
         self.sentinels = sentinels
