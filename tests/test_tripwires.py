@@ -340,6 +340,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Where a statement may be compiled, and its sentinel values written.
 STATEMENTS = {
     "agents/statements.py",
+    "agents/request_statements.py",
     "access/statements.py",
     "mcp_gateway/statements.py",
     "infra/compiled.py",
