@@ -26,9 +26,12 @@ loses it, and a waiting one takes over. The jobs stay idempotent all the same (c
 updates, agents.deadlines): a clock paused in the middle of a round longer than the lease
 may finish that round after another took over, before it finds the lease gone."""
 
+import contextlib
 import logging
+import os
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +44,44 @@ from agents import due
 from infra import beat_lease
 
 log = logging.getLogger(__name__)
+
+# A fork of this process waits for the job the clock is running. Under the prefork pool the
+# worker forks a new child when one ends (a killed child, max-tasks-per-child), from its main
+# thread, while this thread may be importing a module a job loads where it is used (issue
+# 42's lighter workers): the child would inherit that module's import lock held by a thread
+# it does not have, and hang at its first import of the module (CI: a child stuck forever in
+# `from mcp_gateway import forward` after the sweeper had expired an MCP call). Python
+# re-creates only its global import lock in a child, not a module's. Reentrant: a job that
+# forks (a subprocess) does not wait for itself.
+_job = threading.RLock()
+_guarding = False
+
+
+def _renew_in_child() -> None:
+    global _job
+    _job = threading.RLock()
+
+
+def guard_forks() -> None:
+    """Make this process's forks wait for the clock's job (once per process)."""
+    global _guarding
+    if _guarding:
+        return
+    _guarding = True
+    os.register_at_fork(
+        before=lambda: _job.acquire(),
+        after_in_parent=lambda: _job.release(),
+        after_in_child=_renew_in_child,
+    )
+
+
+@contextlib.contextmanager
+def running_job() -> Iterator[None]:
+    """Held while the clock runs its jobs: no fork of this process happens meanwhile."""
+    with _job:
+        yield
+
+
 # Taking, losing or waiting for the lease is said at INFO whatever the worker's level (serve
 # asks for warnings): an operator looks for the holder in the log.
 log.setLevel(logging.INFO)
@@ -107,6 +148,7 @@ class Clock:
         self.thread = threading.Thread(target=self._run, name="clock", daemon=True)
 
     def start(self) -> None:
+        guard_forks()
         self.thread.start()
 
     def stop(self, timeout: float = 10.0) -> None:
@@ -123,7 +165,8 @@ class Clock:
                     self._renew_if_due()
                     wake = self.renew_at
                     if self.holding:
-                        self._round(time.monotonic())
+                        with running_job():
+                            self._round(time.monotonic())
                         wake = min(wake, self.watch_at, *(job.due for job in self.jobs))
                 except Exception:
                     # Whatever it was (Redis or the database away), the clock goes on: a

@@ -2,10 +2,15 @@
 nothing is due, wakes at a stored deadline, runs the sweeper often while a run is in motion,
 and holds the beat lease while it runs. The jobs are the real tasks, run by `Task.apply`."""
 
+import os
+import signal
+import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +20,7 @@ from django.utils import timezone
 from agents import deadlines
 from agents.models import Suspension, Thread
 from gateway.celery import app
-from gateway.clock import Clock, Job
+from gateway.clock import Clock, Job, guard_forks, running_job
 from infra import beat_lease, last_runs
 from tests.approvals import state
 from tests.conftest import wait_for
@@ -138,3 +143,42 @@ def test_a_round_with_work_left_stays_busy(users: dict[str, Any]) -> None:
     state.suspended(users["operator"])
     assert job.has_work_left()
     assert not Job("y", "agents.tasks.sweep", 1.0, here=True).has_work_left()
+
+
+def test_a_fork_waits_for_the_job_the_clock_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A job imports a module where it is used, slowly; the prefork pool forks a new child
+    # meanwhile, from another thread. The child imports the same module: had it been forked
+    # mid-import, it would hold that module's lock through a thread it does not have, forever.
+    (tmp_path / "clock_slow_import.py").write_text("import time\n\ntime.sleep(1.0)\nVALUE = 7\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "clock_slow_import", raising=False)
+    guard_forks()
+    importing = threading.Event()
+
+    def job() -> None:
+        with running_job():
+            importing.set()
+            import clock_slow_import  # noqa: F401
+
+    running = threading.Thread(target=job)
+    running.start()
+    assert importing.wait(10)
+    pid = os.fork()
+    if pid == 0:  # the child: exits 0 once it has the module
+        try:
+            import clock_slow_import
+
+            os._exit(0 if clock_slow_import.VALUE == 7 else 1)
+        finally:
+            os._exit(2)
+    running.join()
+    deadline = time.monotonic() + 20
+    while not (ended := os.waitpid(pid, os.WNOHANG))[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the child hung on the import its parent's clock was making")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(ended[1]) == 0
