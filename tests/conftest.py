@@ -152,12 +152,23 @@ def mailbox(smtp_server: Any, settings: Any) -> Any:
     return smtp_server.mailbox
 
 
+# What every live gateway and worker a test starts holds an MCP call to, whichever test
+# starts it (the servers are shared by the session): a hold short enough that a test sees a
+# held call give up, yet longer than an approved call's first run in a new worker child on a
+# loaded machine (it loads the MCP client there, then opens the upstream's session: over 6 s
+# in CI); and a worker's lease on the call it makes (mcp_gateway.runner), renewed every third
+# of it, short so that a test sees a killed worker's call finished as interrupted. Given to
+# those processes only: this process's environment stays as it was, so a `make run` a test
+# starts (tests/test_readme.py) holds as the settings say.
+LIVE_ENV = {"MCP_HOLD_SECONDS": "15", "MCP_CALL_LEASE_SECONDS": "3"}
+
+
 def worker_env(smtp: Any = None) -> dict[str, str]:
     """The environment a worker needs to share this test run's database and broker (and,
-    given `smtp`, to send email to that server)."""
+    given `smtp`, to send email to that server), with LIVE_ENV."""
     from django.db import connection
 
-    env = dict(os.environ)
+    env = {**os.environ, **LIVE_ENV}
     if smtp is not None:
         env.update({key: str(value) for key, value in smtp.settings().items()})
     settings_dict = connection.settings_dict

@@ -69,10 +69,6 @@ def make_run(tmp_path: Path, request: pytest.FixtureRequest):
     a test may add environment variables through indirect parametrization."""
     port = free_port()
     env = dict(os.environ)
-    # A reader's `make run` holds an MCP call as the settings say, not as the MCP tests' live
-    # gateways do (tests/mcp_gateway/conftest.py sets these in this process's environment).
-    for key in ("MCP_HOLD_SECONDS", "MCP_CALL_LEASE_SECONDS"):
-        env.pop(key, None)
     env.update(getattr(request, "param", {}))
     run_id = uuid.uuid4().hex[:8]
     env.update(

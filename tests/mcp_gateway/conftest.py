@@ -26,15 +26,9 @@ from tests.external.conftest import (  # noqa: F401 - fixtures, used by name
     token,
 )
 
-# The live daphne takes its environment from this process's (tests.conftest.worker_env): the
-# upstream's token its headers name, and a hold short enough that a test sees a held call give
-# up, yet longer than an approved call's first run in a new worker child on a loaded machine
-# (it loads the MCP client there, then opens the upstream's session: over 6 s in CI).
+# The live daphne takes its environment from this process's (tests.conftest.worker_env, which
+# adds the MCP calls' hold and lease the tests need): the upstream's token its headers name.
 os.environ["MCP_TEST_FILES_TOKEN"] = "upstream-secret"
-os.environ["MCP_HOLD_SECONDS"] = "15"
-# The worker that makes approved calls (mcp_gateway.runner) renews its hold this often / 3; a
-# short one lets a test see a killed worker's call finished as interrupted.
-os.environ["MCP_CALL_LEASE_SECONDS"] = "3"
 
 # Declared a 2025 revision: the upstream speaks both, and its `confirm_name` and `sign_in` ask
 # over the session (`ctx.elicit`), which the newest revision cannot carry (test_plain_http's

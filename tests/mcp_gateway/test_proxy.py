@@ -260,9 +260,9 @@ class WorkerTestCase(Through):
         # Three approvals one after another, by a worker of two processes: one of them makes
         # two calls at least, and its second is made on the session its first opened (the
         # worker's lasting loop, infra.aio.process_loop), not after a handshake of its own.
-        # A call held past MCP_HOLD_SECONDS (6 s here; a worker's first call loads the MCP
-        # client, slow on a loaded machine) is called again, as its answer says, and gets the
-        # same result.
+        # A call held past MCP_HOLD_SECONDS (15 s here, tests.conftest.LIVE_ENV; a worker's
+        # first call loads the MCP client, slow on a loaded machine) is called again, as its
+        # answer says, and gets the same result.
         for n in range(3):
             arguments = {"path": f"/r{n}"}
             held = Later(
