@@ -16,13 +16,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from agents.models import Event, Grant, StackFrame, Suspension, Thread
+from agents.reviewing.asking import ASKED
 
 S = Suspension.Status
 
 
 def in_motion() -> bool:
-    """A thread or instance that should run, or a cancel still settling: the sweeper's
-    requeue_stalled and settle_abandoned may have work at any moment."""
+    """A thread or instance that should run, a cancel still settling, or a request whose
+    reviewing model has not answered: the sweeper's requeue_stalled, settle_abandoned and
+    settle_unanswered may have work at any moment."""
     return (
         Thread.objects.filter(status__in=[Thread.Status.RUNNING, Thread.Status.CANCELLING])
         .values("pk")
@@ -30,6 +32,7 @@ def in_motion() -> bool:
         or StackFrame.objects.filter(instance__gt=0, status=StackFrame.Status.ACTIVE)
         .values("pk")
         .exists()
+        or Suspension.objects.filter(status=S.PENDING, review__outcome=ASKED).values("pk").exists()
     )
 
 

@@ -429,6 +429,13 @@ class Suspension(models.Model):
                 name="suspension_step_due_idx",
                 condition=Q(status="pending", next_step_at__isnull=False),
             ),
+            # agents.reviewing.verdicts.settle_unanswered and agents.due: pending ones whose
+            # reviewing model has not answered yet.
+            models.Index(
+                fields=["created_at"],
+                name="suspension_review_asked_idx",
+                condition=Q(status="pending", review__outcome="asked"),
+            ),
         ]
         permissions = [("decide_suspension", "Can approve, reject or answer suspensions")]
 

@@ -73,6 +73,8 @@ def sweep(when_due: bool = False) -> dict[str, Any]:
         "grants_ended": grants.expire_all(),
         # Cancels that waited for a tool whose worker stopped before it returned.
         "cancels_settled": cancelling.settle_abandoned(),
+        # Requests whose reviewing model's answer can no longer come: said failed.
+        "reviews_unanswered": verdicts.settle_unanswered(),
     }
     interval = timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
     for pk, expires_at in deadlines.due_soon(within=interval):

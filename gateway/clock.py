@@ -1,7 +1,7 @@
 """The clock: the gateway's periodic work (the sweeper: deadlines, reminders, input timeouts,
-stalled runs, grants' ends; the channels' rounds: email, webhooks, Slack, Web Push, MCP), run
-in a thread of the deadlines worker (`manage.py serve` gives it `GATEWAY_CLOCK=true` with the
-beat role; gateway.celery starts it once the worker is ready).
+stalled runs, grants' ends, unanswered reviews; the channels' rounds: email, webhooks, Slack,
+Web Push, MCP), run in a thread of the deadlines worker (`manage.py serve` gives it
+`GATEWAY_CLOCK=true` with the beat role; gateway.celery starts it once the worker is ready).
 
 Each job is its Celery task, run when it falls due: in this process (`Task.apply`: the same
 signals as a task the worker takes, no broker hop) when its task belongs on the deadlines

@@ -10,14 +10,14 @@ the decision's event, receipt and tier name the model. Anything else leaves the 
 people, and the card says why.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from django.db import transaction
 from django.utils import timezone
 
-from agents import door, events
+from agents import door, events, locks
 from agents.decisions import Machine
 from agents.models import Event, ReviewCall, Suspension
 from agents.reviewing import answers, asking, facts
@@ -118,3 +118,51 @@ def review(suspension_id: UUID | str, now: datetime | None = None) -> bool:
             # Someone (or the deadline) decided first: what the model said is only advice now.
             _record(s, {**said, "outcome": RECOMMENDED})
     return True
+
+
+UNANSWERED = (
+    "no answer recorded in time: the worker asking the model stopped, or its task was never taken"
+)
+
+
+def settle_unanswered(now: datetime | None = None, limit: int = 200) -> int:
+    """The sweeper's part: a request still `asked` when its model's answer can no longer
+    come (its setting's timeout and ABANDONED_AFTER past the call's start, or past the request
+    when no call began) is said failed, so its card stops saying the model is being asked.
+    The worker asking it stopped, or its task was lost (the broker away at the commit, a
+    worker killed before it took it); a task of it that comes later finds nothing to ask
+    (`review`). How many."""
+    now = now or timezone.now()
+    asked = Suspension.objects.filter(
+        status=Suspension.Status.PENDING,
+        review__outcome=asking.ASKED,
+        created_at__lt=now - asking.ABANDONED_AFTER,
+    ).order_by("created_at")
+    done = 0
+    for s in asked[:limit]:
+        kept = (s.policy or {}).get("review")
+        timeout = timedelta(seconds=Setting.of(kept).timeout if kept else 0)
+        call = ReviewCall.objects.filter(suspension_id=s.pk).values_list("created_at", flat=True)
+        began = call.first() or s.created_at
+        if began + timeout + asking.ABANDONED_AFTER > now:
+            continue  # a call may still be under way
+        with transaction.atomic():
+            # The thread's row first, as a decision and the events' chain take it.
+            locks.thread(pk=s.thread_id)
+            review = {key: (s.review or {}).get(key) for key in ("model", "mode")}
+            review |= {"outcome": FAILED, "error": UNANSWERED}
+            # Only while it is still pending and asked: a decision or an answer that came
+            # meanwhile stands.
+            still = Suspension.objects.filter(
+                pk=s.pk, status=Suspension.Status.PENDING, review__outcome=asking.ASKED
+            )
+            if still.update(review=review):
+                s.review = review
+                events.record(
+                    Event.Type.SUSPENSION_REVIEWED,
+                    thread_id=s.thread_id,
+                    suspension_id=s.pk,
+                    payload={"tool": s.tool_name, "agent": s.agent_name, **review},
+                )
+                done += 1
+    return done
