@@ -23,13 +23,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-PORT = int(os.environ.setdefault("REVIEW_STANDIN_PORT", str(_free_port())))
+# A port of this process's own, set over whatever the process that started it had: under
+# pytest-xdist every worker process has its own stand-in and its own live Celery worker, which
+# takes its environment from this process's (tests.conftest.worker_env). Inherited from the
+# controller (which reads this file too when tests/reviewing is named on the command line),
+# the workers' stand-ins would all take one port.
+PORT = _free_port()
 WORKER_ENV = {
     "ANTHROPIC_API_KEY": "sk-ant-standin-key",
     "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{PORT}",
 }
-for _name, _value in WORKER_ENV.items():
-    os.environ.setdefault(_name, _value)
+os.environ.update(WORKER_ENV)
 
 MODEL = "claude-haiku-4-5"
 # What the agent says before its call: its own words, which the reviewing model must never see.
