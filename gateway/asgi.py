@@ -50,12 +50,68 @@ if "parsePOSTFormSubmission" in inspect.signature(http.Request.__init__).paramet
     http_protocol.WebRequest = _WebRequest
 
 
+def _respond(instance: "_Request", body: Any) -> list[dict[str, Any]]:
+    """In a pooled thread: Django's answer to the request, as the messages the loop sends
+    once the thread is done; a streamed one (a file, an export) is sent from here, chunk by
+    chunk, as asgiref sends every answer, and nothing is left for the loop."""
+    try:
+        environ = instance.build_environ(instance.scope, body)
+    except ValueError:
+        return [
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"text/plain")],
+            },
+            {"type": "http.response.body", "body": b"Bad Request: Too many duplicate headers"},
+        ]
+    response = instance.wsgi_application(environ, instance.start_response)
+    if getattr(response, "streaming", True):
+        instance.stream(response)
+        return []
+    content = b"".join(response)
+    if instance.response_content_length is not None:
+        # No more than the Content-Length it gave, as asgiref sends.
+        content = content[: instance.response_content_length]
+    instance.response_started = True
+    return [instance.response_start, {"type": "http.response.body", "body": content}]
+
+
 class _Request(WsgiToAsgiInstance):
-    # Not thread-sensitive: requests run side by side in the pool instead of one at a time
-    # in a single shared thread. Django keeps a database connection per thread.
-    run_wsgi_app = sync_to_async(
-        WsgiToAsgiInstance.__dict__["run_wsgi_app"].func, thread_sensitive=False
-    )
+    """One request, Django's WSGI handler run whole in a pooled thread. Not thread-sensitive:
+    requests run side by side in the pool instead of one at a time in a single shared thread
+    (Django keeps a database connection per thread). An answer that is not streamed is sent
+    by the loop once the thread is done: asgiref sends each of an answer's three messages from
+    the thread, each a hop to the loop and back (AsyncToSync): a third of a small request's
+    CPU in daphne (bench/README.md)."""
+
+    _respond = sync_to_async(_respond, thread_sensitive=False)
+
+    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
+        self.loop_send = send
+        await super().__call__(scope, receive, send)
+
+    async def run_wsgi_app(self, body: Any) -> None:  # what WsgiToAsgiInstance.__call__ awaits
+        for message in await self._respond(body):
+            await self.loop_send(message)
+
+    def stream(self, response: Any) -> None:
+        """A streamed answer, chunk by chunk from this thread, as asgiref sends it."""
+        sent = 0
+        for output in response:
+            if not self.response_started:
+                self.response_started = True
+                self.sync_send(self.response_start)
+            if self.response_content_length is not None:
+                output = output[: self.response_content_length - sent]
+            self.sync_send({"type": "http.response.body", "body": output, "more_body": True})
+            sent += len(output)
+            if sent == self.response_content_length:
+                break
+        if not self.response_started:
+            self.response_started = True
+            self.sync_send(self.response_start)
+        self.sync_send({"type": "http.response.body"})
 
 
 class DjangoHTTP(WsgiToAsgi):

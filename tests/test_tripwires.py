@@ -169,15 +169,27 @@ def test_asgiref_records_the_loop_a_thread_serves() -> None:
     assert elsewhere == [False], why
 
 
-def test_asgiref_wsgi_instance_runs_the_app_through_sync_to_async() -> None:
-    from asgiref.sync import SyncToAsync
+def test_asgiref_wsgi_instance_leaves_the_answer_on_itself() -> None:
     from asgiref.wsgi import WsgiToAsgiInstance
 
-    why = moved("asgiref", "WsgiToAsgiInstance.run_wsgi_app", "gateway.asgi._Request")
-    wrapped = WsgiToAsgiInstance.__dict__["run_wsgi_app"]
-    assert isinstance(wrapped, SyncToAsync), why
-    assert parameters(wrapped.func) == ["self", "body"], why
-    assert "await self.run_wsgi_app(body)" in inspect.getsource(WsgiToAsgiInstance.__call__), why
+    why = moved(
+        "asgiref",
+        "WsgiToAsgiInstance: __call__ awaiting run_wsgi_app, build_environ, what "
+        "start_response keeps, sync_send",
+        "gateway.asgi._Request",
+    )
+    call = inspect.getsource(WsgiToAsgiInstance.__call__)
+    assert "self.sync_send = AsyncToSync(send)" in call, why
+    assert "await self.run_wsgi_app(body)" in call, why
+    assert parameters(WsgiToAsgiInstance.build_environ) == ["self", "scope", "body"], why
+    instance = WsgiToAsgiInstance(None)
+    instance.start_response("200 OK", [("Content-Length", "2")])
+    assert instance.response_start == {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-length", b"2")],
+    }, why
+    assert (instance.response_content_length, instance.response_started) == (2, False), why
 
 
 def test_daphne_builds_requests_from_its_module_global() -> None:
