@@ -43,11 +43,16 @@ def machine(setting: Setting, reason: str) -> Machine:
     )
 
 
-def _record(s: Suspension, review: dict[str, Any]) -> None:
+def _record(s: Suspension, review: dict[str, Any], only_if_asked: bool = False) -> bool:
     """Keep what the model said on the request, and say so in its trail (in the caller's
-    transaction, or one of its own)."""
+    transaction, or one of its own). `only_if_asked`: only while the request is pending and
+    still asked (a decision or an answer that came meanwhile stands). Whether it was kept."""
     with transaction.atomic():
-        Suspension.objects.filter(pk=s.pk).update(review=review)
+        row = Suspension.objects.filter(pk=s.pk)
+        if only_if_asked:
+            row = row.filter(status=Suspension.Status.PENDING, review__outcome=asking.ASKED)
+        if not row.update(review=review):
+            return False
         s.review = review
         events.record(
             Event.Type.SUSPENSION_REVIEWED,
@@ -55,6 +60,7 @@ def _record(s: Suspension, review: dict[str, Any]) -> None:
             suspension_id=s.pk,
             payload={"tool": s.tool_name, "agent": s.agent_name, **review},
         )
+    return True
 
 
 def _spent(s: Suspension, input_tokens: int, output_tokens: int) -> None:
@@ -146,23 +152,10 @@ def settle_unanswered(now: datetime | None = None, limit: int = 200) -> int:
         began = call.first() or s.created_at
         if began + timeout + asking.ABANDONED_AFTER > now:
             continue  # a call may still be under way
+        review = {key: (s.review or {}).get(key) for key in ("model", "mode")}
+        review |= {"outcome": FAILED, "error": UNANSWERED}
         with transaction.atomic():
             # The thread's row first, as a decision and the events' chain take it.
             locks.thread(pk=s.thread_id)
-            review = {key: (s.review or {}).get(key) for key in ("model", "mode")}
-            review |= {"outcome": FAILED, "error": UNANSWERED}
-            # Only while it is still pending and asked: a decision or an answer that came
-            # meanwhile stands.
-            still = Suspension.objects.filter(
-                pk=s.pk, status=Suspension.Status.PENDING, review__outcome=asking.ASKED
-            )
-            if still.update(review=review):
-                s.review = review
-                events.record(
-                    Event.Type.SUSPENSION_REVIEWED,
-                    thread_id=s.thread_id,
-                    suspension_id=s.pk,
-                    payload={"tool": s.tool_name, "agent": s.agent_name, **review},
-                )
-                done += 1
+            done += _record(s, review, only_if_asked=True)
     return done
