@@ -87,7 +87,7 @@ class _Request(WsgiToAsgiInstance):
 
     _respond = sync_to_async(_respond, thread_sensitive=False)
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         self.loop_send = send
         await super().__call__(scope, receive, send)
 
@@ -115,7 +115,7 @@ class _Request(WsgiToAsgiInstance):
 
 
 class DjangoHTTP(WsgiToAsgi):
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await _Request(self.wsgi_application, self.duplicate_header_limit)(scope, receive, send)
 
 
@@ -128,7 +128,7 @@ class HTTPRouter:
     def __init__(self, django: DjangoHTTP) -> None:
         self.django = django
 
-    async def __call__(self, scope, receive, send) -> None:  # type: ignore[no-untyped-def]  # ASGI's three callables, untyped as in asgiref
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["path"] == "/a2a":
             await a2a_application(scope, receive, send)
         elif mcp_proxy.handles(scope):
