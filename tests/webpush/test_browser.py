@@ -102,7 +102,8 @@ def registration_id(cdp: Any, page: Any, scope: str) -> str:
 
 
 def shown(page: Any, count: int) -> list[dict[str, Any]]:
-    for _ in range(100):
+    # Up to 30 s: on a loaded machine the worker may take a while to show a delivered push.
+    for _ in range(300):
         notes = page.evaluate(NOTIFICATIONS)
         if len(notes) == count:
             return notes
@@ -160,6 +161,8 @@ class NotificationsInTheBrowserTestCase:
         cdp = context.new_cdp_session(page)
         scope = self.site.url("/")
         registration = registration_id(cdp, page, scope)
+        # A push is delivered to the active worker: wait until there is one.
+        assert page.evaluate("navigator.serviceWorker.ready.then(() => true)") is True
         deliver = {"origin": self.site.server.url, "registrationId": registration}
         cdp.send("ServiceWorker.deliverPushMessage", {**deliver, "data": got.plaintext})
 
