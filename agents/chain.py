@@ -198,8 +198,8 @@ def _lock_and_read(connection: Any, keys: list[ChainKey]) -> dict[ChainKey, str]
     threadless = None in keys
     heads: dict[ChainKey, str] = dict.fromkeys(keys, "")
     if connection.vendor == "postgresql":
-        # One round trip: the function (migration 0007) takes the locks, then reads the
-        # heads in a statement of its own, whose snapshot sees what the lock's last holder
+        # One round trip: the function (migrations 0007 and 0023) takes the locks, then reads
+        # each head in a statement of its own, whose snapshot sees what the lock's last holder
         # committed.
         with connection.cursor() as cursor:
             cursor.execute(

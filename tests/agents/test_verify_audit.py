@@ -296,3 +296,42 @@ class ConcurrentWritersTestCase:
         assert len([e for e in threadless if e.type == "TOKEN_CREATED"]) == 8 * 3
         assert [e.prev_hash for e in threadless] == ["", *[e.hash for e in threadless[:-1]]]
         assert verify().startswith("OK ")
+
+    def test_writers_of_two_threads_crosswise_make_two_unbroken_chains(self) -> None:
+        # Each transaction writes to both threads, half of them in the other order: the chains'
+        # locks are taken in id order whatever the order of the events, so no two writers wait
+        # on each other crosswise (a deadlock would be an error here), and each thread keeps
+        # one chain.
+        other = starting.start_thread(self.thread.agent, "go too", self.admin)
+        pair = [self.thread.pk, other.pk]
+        start = threading.Barrier(6)
+        errors: list[BaseException] = []
+
+        def writer(n: int) -> None:
+            try:
+                start.wait(10)
+                for i in range(12):
+                    order = pair if (n + i) % 2 else pair[::-1]
+                    with transaction.atomic():
+                        events.record_many(
+                            [
+                                Event(type="AGENT_MESSAGE", thread_id=t, payload={"w": n})
+                                for t in order
+                            ]
+                        )
+            except BaseException as e:  # reported below
+                errors.append(e)
+            finally:
+                connection.close()
+
+        writers = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+        for w in writers:
+            w.start()
+        for w in writers:
+            w.join(60)
+        assert errors == []
+        for thread_id in pair:
+            rows = list(Event.objects.filter(thread_id=thread_id))
+            assert len(rows) == 1 + 6 * 12
+            assert [e.prev_hash for e in rows] == ["", *[e.hash for e in rows[:-1]]]
+        assert verify().startswith("OK ")
