@@ -24,7 +24,14 @@ from approvals import triage
 from approvals.api.payloads import WAITING, thread_instances, thread_usage
 from approvals.cards import card
 from approvals.http import parse_uuid
-from approvals.transcript import FINISHED, HIDDEN, seconds, thread_state, transcript_entry
+from approvals.transcript import (
+    FINISHED,
+    HIDDEN,
+    seconds,
+    state_events,
+    thread_state,
+    transcript_entry,
+)
 
 # The most transcript lines one answer carries; the page asks again from the last one.
 ENTRIES_LIMIT = 200
@@ -204,7 +211,7 @@ def thread_head_fragment(request: HttpRequest, thread_id: str) -> HttpResponse:
     thread = Thread.objects.select_related("agent").filter(pk=pk).first() if pk else None
     if thread is None:
         raise Http404
-    status, frames = thread_state(list(thread.events.order_by("id")), thread)
+    status, frames = thread_state(state_events(thread), thread)
     context: dict[str, Any] = {"status": status, "frames": frames, "finished": status in FINISHED}
     return _no_store(render(request, "approvals/_thread_state.html", context))
 

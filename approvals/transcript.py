@@ -264,6 +264,18 @@ STATUS_AFTER = {
 FINISHED = (Thread.Status.COMPLETED, Thread.Status.FAILED, Thread.Status.CANCELLED)
 
 
+# The events thread_state reads: those that change the status or the stack.
+STATE_TYPES = (*STATUS_AFTER, Event.Type.FRAME_PUSHED, Event.Type.FRAME_POPPED)
+
+
+def state_events(thread: Thread) -> list[Event]:
+    """The thread's events that thread_state reads, without the rest: a long run's page asks
+    for its state after every event it is shown, and reading every event of the run (each
+    line of text, each tool's result) each time grew with the run (bench/long_thread.py)."""
+    rows = thread.events.filter(type__in=STATE_TYPES).order_by("id")
+    return list(rows.only("id", "type", "payload"))
+
+
 def thread_state(rows: list[Event], thread: Thread) -> tuple[str, list[str]]:
     """The thread's status and stack (frame labels, bottom first) after these events."""
     if not rows:

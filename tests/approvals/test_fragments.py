@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from agents import decisions
+from agents import decisions, events
 from agents.models import Event, Suspension, Thread
 from tests.approvals.test_display_limits import HUGE, MB, pending_cards
 from tests.approvals.test_inbox_page import AGENTS as INBOX_AGENTS
@@ -168,6 +168,24 @@ class FragmentsTestCase:
         html = self.client.get(f"/fragments/threads/{thread.id}/state").content.decode()
         assert 'id="thread-status" data-status="suspended"' in html
         assert '<ol id="stack"><li>boss</li><li>skill:writer</li></ol>' in html
+
+    def test_the_thread_state_follows_its_stack_and_status_among_other_events(self) -> None:
+        thread = start("boss", self.users["reviewer"])
+        for kind, payload in [
+            ("AGENT_MESSAGE", {"text": "working"}),
+            ("FRAME_POPPED", {"frame": "skill:writer"}),
+            ("AGENT_MESSAGE", {"text": "back in boss"}),
+            ("AGENT_RESUMED", {"tool": "x", "lane": 7}),  # an instance's: not the thread's
+        ]:
+            events.record(kind, thread_id=thread.pk, payload=payload)
+        url = f"/fragments/threads/{thread.id}/state"
+        html = self.client.get(url).content.decode()
+        assert 'id="thread-status" data-status="suspended"' in html
+        assert '<ol id="stack"><li>boss</li></ol>' in html
+        events.record("THREAD_COMPLETED", thread_id=thread.pk, payload={})
+        html = self.client.get(url).content.decode()
+        assert 'id="thread-status" data-status="completed"' in html
+        assert '<ol id="stack"></ol>' in html
 
     def test_the_counts_follow_the_filters(self) -> None:
         run_until_paused("payer", self.users["reviewer"])
