@@ -14,6 +14,8 @@ every transaction that writes events (`pg_get_serial_sequence` reads the catalog
 dependencies); the sequence is named once here, as this database has it.
 """
 
+import importlib
+
 from django.db import migrations
 
 # agents.chain.THREADLESS_LOCK (migration 0007)
@@ -52,32 +54,6 @@ END
 $$;
 """
 
-# Migration 0007's, put back when this one is unapplied.
-OLD_CHAIN_HEADS = f"""
-CREATE OR REPLACE FUNCTION agents_event_chain_heads(threads uuid[], threadless boolean)
-RETURNS TABLE (chain_thread uuid, chain_head varchar) LANGUAGE plpgsql VOLATILE AS $$
-BEGIN
-    PERFORM 1 FROM agents_thread t WHERE t.id = ANY(threads) ORDER BY t.id
-        FOR NO KEY UPDATE;
-    IF threadless THEN
-        PERFORM pg_advisory_xact_lock({THREADLESS_LOCK});
-    END IF;
-    RETURN QUERY
-        SELECT u.id, (
-            SELECT e.hash FROM agents_event e
-            WHERE e.thread_id = u.id AND e.hash <> '' ORDER BY e.id DESC LIMIT 1
-        )
-        FROM unnest(threads) AS u(id)
-        UNION ALL
-        SELECT NULL::uuid, (
-            SELECT e.hash FROM agents_event e
-            WHERE e.thread_id IS NULL AND e.hash <> '' ORDER BY e.id DESC LIMIT 1
-        )
-        WHERE threadless;
-END
-$$;
-"""
-
 
 def register_writer(sequence: str) -> str:
     """Migration 0008's trigger function, `sequence` (the event ids' sequence) written in."""
@@ -112,7 +88,10 @@ def forwards(apps, schema_editor) -> None:
 def backwards(apps, schema_editor) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
-    schema_editor.execute(OLD_CHAIN_HEADS, params=None)
+    # Migration 0007's function, as it made it.
+    earlier = importlib.import_module("agents.migrations.0007_event_append_only")
+    schema_editor.execute(earlier.NO_CHAIN_HEADS, params=None)
+    schema_editor.execute(earlier.CHAIN_HEADS, params=None)
     schema_editor.execute(
         register_writer("pg_get_serial_sequence('agents_event', 'id')::regclass"), params=None
     )

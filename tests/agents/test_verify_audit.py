@@ -5,6 +5,7 @@ import io
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -245,6 +246,29 @@ class ChainTestCase:
             verify("--thread", "nope")
 
 
+def at_once(count: int, writer: Callable[[int], None]) -> None:
+    """`writer(n)` in `count` threads let go together, each with its own connection; what
+    any of them raised fails the test."""
+    start = threading.Barrier(count)
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            start.wait(10)
+            writer(n)
+        except BaseException as e:  # reported below
+            errors.append(e)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+
+
 @pytest.mark.skipif(not POSTGRES, reason="concurrent writers need PostgreSQL")
 class ConcurrentWritersTestCase:
     @pytest.fixture(autouse=True)
@@ -256,37 +280,23 @@ class ConcurrentWritersTestCase:
         self.admin = users["admin"]
 
     def test_writers_of_one_thread_at_once_make_one_unbroken_chain(self) -> None:
-        start = threading.Barrier(8)
-        errors: list[BaseException] = []
-
         def writer(n: int) -> None:
-            try:
-                start.wait(10)
-                for i in range(15):
-                    with transaction.atomic():
-                        if i % 3 == 0:
-                            events.record_many(
-                                [
-                                    Event(type="AGENT_MESSAGE", thread_id=self.thread.pk)
-                                    for _ in range(2)
-                                ]
-                            )
-                        events.record(
-                            "AGENT_MESSAGE", thread_id=self.thread.pk, payload={"w": n, "i": i}
+            for i in range(15):
+                with transaction.atomic():
+                    if i % 3 == 0:
+                        events.record_many(
+                            [
+                                Event(type="AGENT_MESSAGE", thread_id=self.thread.pk)
+                                for _ in range(2)
+                            ]
                         )
-                    if i % 5 == 0:
-                        events.record("TOKEN_CREATED", payload={"w": n, "i": i})
-            except BaseException as e:  # reported below
-                errors.append(e)
-            finally:
-                connection.close()
+                    events.record(
+                        "AGENT_MESSAGE", thread_id=self.thread.pk, payload={"w": n, "i": i}
+                    )
+                if i % 5 == 0:
+                    events.record("TOKEN_CREATED", payload={"w": n, "i": i})
 
-        writers = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(60)
-        assert errors == []
+        at_once(8, writer)
         rows = list(Event.objects.filter(thread=self.thread))
         assert len(rows) == 1 + 8 * (15 + 5 * 2)
         # One chain: every event links to the one before it in id order, no fork.
@@ -304,32 +314,16 @@ class ConcurrentWritersTestCase:
         # one chain.
         other = starting.start_thread(self.thread.agent, "go too", self.admin)
         pair = [self.thread.pk, other.pk]
-        start = threading.Barrier(6)
-        errors: list[BaseException] = []
 
         def writer(n: int) -> None:
-            try:
-                start.wait(10)
-                for i in range(12):
-                    order = pair if (n + i) % 2 else pair[::-1]
-                    with transaction.atomic():
-                        events.record_many(
-                            [
-                                Event(type="AGENT_MESSAGE", thread_id=t, payload={"w": n})
-                                for t in order
-                            ]
-                        )
-            except BaseException as e:  # reported below
-                errors.append(e)
-            finally:
-                connection.close()
+            for i in range(12):
+                order = pair if (n + i) % 2 else pair[::-1]
+                with transaction.atomic():
+                    events.record_many(
+                        [Event(type="AGENT_MESSAGE", thread_id=t, payload={"w": n}) for t in order]
+                    )
 
-        writers = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
-        for w in writers:
-            w.start()
-        for w in writers:
-            w.join(60)
-        assert errors == []
+        at_once(6, writer)
         for thread_id in pair:
             rows = list(Event.objects.filter(thread_id=thread_id))
             assert len(rows) == 1 + 6 * 12
