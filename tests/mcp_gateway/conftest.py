@@ -117,14 +117,20 @@ def run(work: Any) -> Any:
         raise error from group
 
 
+def _http(raw_token: str) -> httpx2.AsyncClient:
+    """The client's HTTP client with the token, and time to wait: a held call waits for its
+    decision, and a stdio upstream is a process started for the request (on a machine busy
+    with both test suites, more than httpx's default 5 s to answer a tools/list)."""
+    return httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {raw_token}"}, timeout=httpx2.Timeout(30, read=120)
+    )
+
+
 def call(url: str, raw_token: str, tool: str, arguments: dict[str, Any]) -> Any:
     """One tools/call through the official client, as a blocking call for the tests."""
 
     async def go() -> Any:
-        http = httpx2.AsyncClient(
-            headers={"Authorization": f"Bearer {raw_token}"}, timeout=httpx2.Timeout(30, read=120)
-        )
-        async with Client(streamable_http_client(url, http_client=http)) as client:
+        async with Client(streamable_http_client(url, http_client=_http(raw_token))) as client:
             return await client.call_tool(tool, arguments)
 
     return run(go())
@@ -132,8 +138,7 @@ def call(url: str, raw_token: str, tool: str, arguments: dict[str, Any]) -> Any:
 
 def list_tools(url: str, raw_token: str) -> Any:
     async def go() -> Any:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {raw_token}"})
-        async with Client(streamable_http_client(url, http_client=http)) as client:
+        async with Client(streamable_http_client(url, http_client=_http(raw_token))) as client:
             return (await client.list_tools()).tools
 
     return run(go())

@@ -49,7 +49,11 @@ def embedded(tmp_path: Path) -> dict[str, str]:
 
 
 async def read_note(url: str, token: str) -> str:
-    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+    # Time to answer on a busy machine: the first relayed call loads the MCP client in the web
+    # process (httpx's default would give up after 5 s).
+    http = httpx2.AsyncClient(
+        headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=120)
+    )
     async with Client(streamable_http_client(f"{url}mcp/notes", http_client=http)) as client:
         result = await client.call_tool("read_note", {"name": "welcome"})
     assert not result.is_error, result
