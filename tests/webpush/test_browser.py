@@ -101,14 +101,33 @@ def registration_id(cdp: Any, page: Any, scope: str) -> str:
     raise AssertionError(f"no service worker registration for {scope}: {found}")
 
 
-def shown(page: Any, count: int) -> list[dict[str, Any]]:
-    # Up to 30 s: on a loaded machine the worker may take a while to show a delivered push.
-    for _ in range(300):
-        notes = page.evaluate(NOTIFICATIONS)
-        if len(notes) == count:
-            return notes
-        page.wait_for_timeout(100)
-    raise AssertionError(f"expected {count} notifications, saw {page.evaluate(NOTIFICATIONS)}")
+class Worker:
+    """The page's service worker, to which pushes are handed over by the DevTools protocol.
+
+    A push handed over that way is not acknowledged, and now and then one is lost: no
+    notification came within 30 s in CI (twice, under load), and here too, right after a
+    notification's click, with the worker running. A real push service keeps a message until
+    the browser has taken it (RFC 8030, section 6.2), so a push not shown within 10 s is handed
+    over again, once; a show replaces its notification by tag, so a late first one cannot make
+    two."""
+
+    def __init__(self, cdp: Any, page: Any, origin: str, scope: str) -> None:
+        self.page = page
+        self.cdp = cdp
+        self.target = {"origin": origin, "registrationId": registration_id(cdp, page, scope)}
+
+    def deliver(self, data: str, count: int) -> list[dict[str, Any]]:
+        """Hand the push over; the notifications shown once there are `count`."""
+        for attempt in range(2):
+            self.cdp.send("ServiceWorker.deliverPushMessage", {**self.target, "data": data})
+            for _ in range(100 if attempt == 0 else 200):
+                notes = self.page.evaluate(NOTIFICATIONS)
+                if len(notes) == count:
+                    return notes
+                self.page.wait_for_timeout(100)
+        raise AssertionError(
+            f"expected {count} notifications, saw {self.page.evaluate(NOTIFICATIONS)}"
+        )
 
 
 class NotificationsInTheBrowserTestCase:
@@ -158,15 +177,12 @@ class NotificationsInTheBrowserTestCase:
         [got] = wait_for(lambda: self.push.to("browser"), timeout=30, what="the push")
         assert got.payload["url"] == f"/threads/{first.thread_id}/#s-{first.pk}"
 
-        cdp = context.new_cdp_session(page)
-        scope = self.site.url("/")
-        registration = registration_id(cdp, page, scope)
         # A push is delivered to the active worker: wait until there is one.
         assert page.evaluate("navigator.serviceWorker.ready.then(() => true)") is True
-        deliver = {"origin": self.site.server.url, "registrationId": registration}
-        cdp.send("ServiceWorker.deliverPushMessage", {**deliver, "data": got.plaintext})
+        cdp = context.new_cdp_session(page)
+        sw = Worker(cdp, page, self.site.server.url, self.site.url("/"))
 
-        [note] = shown(page, 1)
+        [note] = sw.deliver(got.plaintext, 1)
         assert note["title"] == "payer asks for a decision"
         assert note["body"] == got.payload["body"]
         assert note["tag"] == f"request-{first.group}"
@@ -179,8 +195,7 @@ class NotificationsInTheBrowserTestCase:
         expect(page.locator(f"#s-{first.pk}")).to_be_visible()
 
         # Shown again, then the request decided: the closing push takes it away.
-        cdp.send("ServiceWorker.deliverPushMessage", {**deliver, "data": got.plaintext})
-        shown(page, 1)
+        sw.deliver(got.plaintext, 1)
         for s in Suspension.objects.filter(group=first.group):
             answer = self.site.api("teammate").post(
                 f"/api/threads/{s.thread_id}/suspensions/{s.pk}/resume", {"approved": True}
@@ -191,8 +206,7 @@ class NotificationsInTheBrowserTestCase:
             timeout=30,
             what="the closing push",
         )
-        cdp.send("ServiceWorker.deliverPushMessage", {**deliver, "data": closing[0].plaintext})
-        assert shown(page, 0) == []
+        assert sw.deliver(closing[0].plaintext, 0) == []
 
     def screenshot(self, page: Any) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
